@@ -1,0 +1,564 @@
+/**
+ * The one uWebSockets.js adapter shared by every simlab service. Services register routes with
+ * TypeBox schemas and plain handlers; this module owns everything uWS: routing with path
+ * parameters, query parsing, body reading with a size cap (413 before buffering more), JSON parsing,
+ * validation at the edge (400 naming the field and the rule), `{error}` bodies, aborted requests,
+ * corked writes, CORS, streaming responses (SSE) and WebSockets. It holds no domain logic.
+ */
+import uWS from 'uWebSockets.js';
+import type { TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { Logger } from '../util/logger.js';
+import { Router, type Method } from './router.js';
+import { formatValidationError } from './validation.js';
+import { WsClient, type WsBehavior } from './ws.js';
+
+export const bodyLimitBytesDefault = 1024 * 1024;
+
+/** A request as handlers see it: everything copied out of uWS (whose request object dies after the first await). */
+export interface HttpRequest<B = unknown> {
+  method: Method;
+  path: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  body: B;
+  /** The raw body bytes (empty when none was sent). */
+  rawBody: Buffer;
+  remoteAddress: string;
+}
+
+export interface HttpResult {
+  status: number;
+  /** Serialized as JSON unless `raw` is given. Omitted for 204. */
+  body?: unknown;
+  /** A pre-serialized body (with its own content-type header). */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+/** Throw from a handler to answer `{error: message}` with this status. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export type Handler<B> = (req: HttpRequest<B>) => HttpResult | Promise<HttpResult>;
+
+/** A long-lived response (server-sent events, chunked streams). */
+export interface ServerStream {
+  /** Sends the status line and headers; call once before write(). */
+  open(status: number, headers: Record<string, string>): void;
+  /** Queues a chunk. Returns false when the stream is closed (or was just closed for overflowing maxBufferedBytes). */
+  write(chunk: string): boolean;
+  end(chunk?: string): void;
+  /** Bytes accepted by write() but not yet handed to the socket. */
+  readonly bufferedBytes: number;
+  readonly closed: boolean;
+  onClose(cb: () => void): void;
+}
+
+export type StreamHandler = (req: HttpRequest<undefined>, stream: ServerStream) => void | Promise<void>;
+
+export interface RouteOptions {
+  /** TypeBox schema for a JSON body; a body that fails it is a 400 naming the field. */
+  body?: TSchema;
+  /** Accept an empty body (then `body` is undefined) even though a schema is given. */
+  bodyOptional?: boolean;
+  /** Read the body but do not parse it as JSON (proxies). */
+  rawBody?: boolean;
+}
+
+interface RouteEntry {
+  kind: 'json';
+  handler: Handler<unknown>;
+  check: ((v: unknown) => boolean) | undefined;
+  errors: ((v: unknown) => Iterable<unknown>) | undefined;
+  opts: RouteOptions;
+}
+
+interface StreamEntry {
+  kind: 'stream';
+  handler: StreamHandler;
+  maxBufferedBytes: number;
+}
+
+type Entry = RouteEntry | StreamEntry;
+
+export interface CorsOptions {
+  /** Allowed origins; '*' allows any. */
+  origins: string[] | '*';
+}
+
+export interface HttpAppOptions {
+  name: string;
+  logger: Logger;
+  cors?: CorsOptions | false;
+  bodyLimitBytes?: number;
+  /** Called after every request with its status (metrics). Keep it cheap. */
+  onResponse?: (method: string, status: number) => void;
+}
+
+const statusText: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content', 301: '301 Moved Permanently',
+  302: '302 Found', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden',
+  404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict', 412: '412 Precondition Failed',
+  413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway',
+  503: '503 Service Unavailable', 504: '504 Gateway Timeout',
+};
+
+function statusLine(status: number): string {
+  return statusText[status] ?? `${status} Status`;
+}
+
+const methods = new Set<Method>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']);
+const bodyMethods = new Set<Method>(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export class HttpApp {
+  readonly uws: uWS.TemplatedApp;
+  private readonly router = new Router<Entry>();
+  private fallbackEntry: RouteEntry | undefined;
+  private listenSocket: uWS.us_listen_socket | undefined;
+  private readonly bodyLimit: number;
+  private readonly wsClients = new Set<WsClient<unknown>>();
+  private readonly openStreams = new Set<() => void>();
+
+  constructor(private readonly opts: HttpAppOptions) {
+    this.bodyLimit = opts.bodyLimitBytes ?? bodyLimitBytesDefault;
+    this.uws = uWS.App();
+  }
+
+  get logger(): Logger {
+    return this.opts.logger;
+  }
+
+  route<B = unknown>(method: Method, pattern: string, handler: Handler<B>, opts: RouteOptions = {}): this {
+    let check: RouteEntry['check'];
+    let errors: RouteEntry['errors'];
+    if (opts.body) {
+      const compiled = Compile(opts.body);
+      check = (v) => compiled.Check(v);
+      errors = (v) => compiled.Errors(v);
+    }
+    this.router.add(method, pattern, { kind: 'json', handler: handler as Handler<unknown>, check, errors, opts });
+    return this;
+  }
+
+  get<B = undefined>(pattern: string, handler: Handler<B>, opts?: RouteOptions): this {
+    return this.route('GET', pattern, handler, opts);
+  }
+  post<B = unknown>(pattern: string, handler: Handler<B>, opts?: RouteOptions): this {
+    return this.route('POST', pattern, handler, opts);
+  }
+  put<B = unknown>(pattern: string, handler: Handler<B>, opts?: RouteOptions): this {
+    return this.route('PUT', pattern, handler, opts);
+  }
+  patch<B = unknown>(pattern: string, handler: Handler<B>, opts?: RouteOptions): this {
+    return this.route('PATCH', pattern, handler, opts);
+  }
+  delete<B = undefined>(pattern: string, handler: Handler<B>, opts?: RouteOptions): this {
+    return this.route('DELETE', pattern, handler, opts);
+  }
+
+  /** A streaming (SSE) GET route. A client whose unsent bytes exceed maxBufferedBytes is disconnected. */
+  stream(pattern: string, handler: StreamHandler, maxBufferedBytes = 256 * 1024): this {
+    this.router.add('GET', pattern, { kind: 'stream', handler, maxBufferedBytes });
+    return this;
+  }
+
+  /** Handles every request no route matched (a proxy); without it, such requests get 404/405. */
+  fallback(handler: Handler<undefined>): this {
+    this.fallbackEntry = { kind: 'json', handler: handler as Handler<unknown>, check: undefined, errors: undefined, opts: { rawBody: true } };
+    return this;
+  }
+
+  /** A WebSocket endpoint. */
+  ws<D>(pattern: string, behavior: WsBehavior<D>): this {
+    const maxQueueBytes = behavior.maxQueueBytes ?? 1024 * 1024;
+    const clients = this.wsClients;
+    this.uws.ws<{ client?: WsClient<D>; data: D }>(pattern, {
+      compression: uWS.DISABLED,
+      maxPayloadLength: behavior.maxPayloadBytes ?? 64 * 1024,
+      idleTimeout: behavior.idleTimeoutSec ?? 0,
+      maxBackpressure: maxQueueBytes,
+      closeOnBackpressureLimit: 0,
+      sendPingsAutomatically: behavior.autoPing ?? false,
+      upgrade: (res, req, context) => {
+        let aborted = false;
+        res.onAborted(() => {
+          aborted = true;
+        });
+        const headers: Record<string, string> = {};
+        req.forEach((k, v) => {
+          headers[k] = v;
+        });
+        const info = {
+          path: req.getUrl(),
+          query: new URLSearchParams(req.getQuery() ?? ''),
+          headers,
+          remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+        };
+        const key = headers['sec-websocket-key'] ?? '';
+        const protocol = headers['sec-websocket-protocol'] ?? '';
+        const extensions = headers['sec-websocket-extensions'] ?? '';
+        const finish = (decision: { reject?: { status: number; error: string }; data?: D }): void => {
+          if (aborted) return;
+          res.cork(() => {
+            if (decision.reject) {
+              res.writeStatus(statusLine(decision.reject.status)).writeHeader('content-type', 'application/json')
+                .end(JSON.stringify({ error: decision.reject.error }));
+              return;
+            }
+            res.upgrade({ data: decision.data as D }, key, protocol, extensions, context);
+          });
+        };
+        if (!behavior.upgrade) {
+          finish({ data: undefined as D });
+          return;
+        }
+        try {
+          const d = behavior.upgrade(info);
+          if (d instanceof Promise) d.then(finish, (err: unknown) => finish({ reject: { status: 500, error: String(err) } }));
+          else finish(d);
+        } catch (err) {
+          finish({ reject: { status: err instanceof HttpError ? err.status : 500, error: err instanceof Error ? err.message : String(err) } });
+        }
+      },
+      open: (ws) => {
+        const ud = ws.getUserData();
+        const client = new WsClient<D>(ws as unknown as uWS.WebSocket<unknown>, ud.data, maxQueueBytes);
+        ud.client = client;
+        clients.add(client as WsClient<unknown>);
+        behavior.open?.(client);
+      },
+      message: (ws, message, isBinary) => {
+        const client = ws.getUserData().client;
+        if (!client || !behavior.message) return;
+        const payload = isBinary ? Buffer.from(message.slice(0)) : Buffer.from(message).toString('utf8');
+        behavior.message(client, payload, isBinary);
+      },
+      pong: (ws) => {
+        const client = ws.getUserData().client;
+        if (client) {
+          client.lastPongAt = Date.now();
+          behavior.pong?.(client);
+        }
+      },
+      drain: (ws) => {
+        const client = ws.getUserData().client;
+        if (client) behavior.drain?.(client);
+      },
+      close: (ws, code) => {
+        const client = ws.getUserData().client;
+        if (!client) return;
+        client.markClosed();
+        clients.delete(client as WsClient<unknown>);
+        behavior.close?.(client, code);
+      },
+    });
+    return this;
+  }
+
+  async listen(port: number, host = '0.0.0.0'): Promise<number> {
+    this.uws.any('/*', (res, req) => this.dispatch(res, req));
+    return new Promise((resolve, reject) => {
+      this.uws.listen(host, port, (sock) => {
+        if (!sock) {
+          reject(new Error(`${this.opts.name}: cannot listen on ${host}:${port}`));
+          return;
+        }
+        this.listenSocket = sock;
+        resolve(uWS.us_socket_local_port(sock));
+      });
+    });
+  }
+
+  /** Stops listening and closes every connection (HTTP keep-alive, streams, WebSockets). */
+  close(): void {
+    for (const end of [...this.openStreams]) end();
+    for (const c of [...this.wsClients]) c.close(1001, 'server shutting down');
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = undefined;
+    (this.uws as unknown as { close?: () => void }).close?.();
+  }
+
+  private corsHeaders(origin: string | undefined): Record<string, string> | undefined {
+    const cors = this.opts.cors;
+    if (!cors) return undefined;
+    if (cors.origins === '*') return { 'access-control-allow-origin': origin ?? '*', vary: 'Origin' };
+    if (origin && cors.origins.includes(origin)) return { 'access-control-allow-origin': origin, vary: 'Origin' };
+    return undefined;
+  }
+
+  private dispatch(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+    const rawMethod = req.getCaseSensitiveMethod().toUpperCase() as Method;
+    const path = req.getUrl();
+    const queryString = req.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const state = { aborted: false, done: false };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    const cors = this.corsHeaders(headers['origin']);
+
+    if (!methods.has(rawMethod)) {
+      this.send(res, state, { status: 405, body: { error: `method ${rawMethod} not allowed` } }, cors, rawMethod);
+      return;
+    }
+    const method = rawMethod;
+    if (method === 'OPTIONS' && this.opts.cors) {
+      const m = this.router.match('GET', path);
+      const allow = m.pathKnown ? m.allowed : ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+      this.send(res, state, {
+        status: 204,
+        headers: {
+          ...(cors ?? {}),
+          'access-control-allow-methods': [...allow, 'OPTIONS'].join(', '),
+          'access-control-allow-headers': headers['access-control-request-headers'] ?? 'content-type, authorization, if-match, last-event-id',
+          'access-control-max-age': '600',
+        },
+      }, undefined, method);
+      return;
+    }
+
+    const m = this.router.match(method, path);
+    let entry: Entry | undefined = m.route;
+    if (!entry) {
+      if (this.fallbackEntry) entry = this.fallbackEntry;
+      else if (m.pathKnown) {
+        this.send(res, state, { status: 405, body: { error: `method ${method} not allowed on ${path}`, }, headers: { allow: m.allowed.join(', ') } }, cors, method);
+        return;
+      } else {
+        this.send(res, state, { status: 404, body: { error: `no route for ${method} ${path}` } }, cors, method);
+        return;
+      }
+    }
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const request: HttpRequest<unknown> = {
+      method, path, params: m.params, query: new URLSearchParams(queryString), headers,
+      body: undefined, rawBody: emptyBody, remoteAddress,
+    };
+
+    if (entry.kind === 'stream') {
+      this.runStream(res, state, entry, request as HttpRequest<undefined>, cors);
+      return;
+    }
+    const route = entry;
+    if (!bodyMethods.has(method)) {
+      this.runHandler(res, state, route, request, cors);
+      return;
+    }
+    const declared = headers['content-length'];
+    if (declared !== undefined && Number(declared) > this.bodyLimit) {
+      this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method, true);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    res.onData((chunk, isLast) => {
+      if (refused) return;
+      size += chunk.byteLength;
+      if (size > this.bodyLimit) {
+        refused = true;
+        this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method, true);
+        return;
+      }
+      if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      if (isLast) {
+        request.rawBody = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+        this.runHandler(res, state, route, request, cors);
+      }
+    });
+  }
+
+  private runHandler(res: uWS.HttpResponse, state: { aborted: boolean; done: boolean }, route: RouteEntry, request: HttpRequest<unknown>, cors: Record<string, string> | undefined): void {
+    if (!route.opts.rawBody && (route.check || request.rawBody.length > 0)) {
+      if (request.rawBody.length === 0) {
+        if (route.check && !route.opts.bodyOptional) {
+          this.send(res, state, { status: 400, body: { error: 'request body is required (a JSON object)' } }, cors, request.method);
+          return;
+        }
+      } else {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(request.rawBody.toString('utf8'));
+        } catch (err) {
+          this.send(res, state, { status: 400, body: { error: `malformed JSON: ${(err as Error).message}` } }, cors, request.method);
+          return;
+        }
+        if (route.check && !route.check(parsed)) {
+          const message = formatValidationError(route.errors ? route.errors(parsed) : []);
+          this.send(res, state, { status: 400, body: { error: message } }, cors, request.method);
+          return;
+        }
+        request.body = parsed;
+      }
+    }
+    let result: HttpResult | Promise<HttpResult>;
+    try {
+      result = route.handler(request);
+    } catch (err) {
+      this.send(res, state, this.errorResult(err, request), cors, request.method);
+      return;
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (r) => this.send(res, state, r, cors, request.method),
+        (err: unknown) => this.send(res, state, this.errorResult(err, request), cors, request.method),
+      );
+    } else {
+      this.send(res, state, result, cors, request.method);
+    }
+  }
+
+  private errorResult(err: unknown, request: HttpRequest<unknown>): HttpResult {
+    if (err instanceof HttpError) {
+      const r: HttpResult = { status: err.status, body: { error: err.message } };
+      if (err.headers) r.headers = err.headers;
+      return r;
+    }
+    this.opts.logger.error({ err, method: request.method, path: request.path }, 'handler failed');
+    return { status: 500, body: { error: 'internal server error' } };
+  }
+
+  private send(res: uWS.HttpResponse, state: { aborted: boolean; done: boolean }, r: HttpResult, cors: Record<string, string> | undefined, method: string, close = false): void {
+    if (state.aborted || state.done) return;
+    state.done = true;
+    this.opts.onResponse?.(method, r.status);
+    res.cork(() => {
+      res.writeStatus(statusLine(r.status));
+      if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
+      let hasType = false;
+      if (r.headers) {
+        for (const k in r.headers) {
+          if (k === 'content-type') hasType = true;
+          res.writeHeader(k, r.headers[k] as string);
+        }
+      }
+      if (r.status === 204 || r.status === 304) {
+        res.end('', close);
+        return;
+      }
+      if (r.raw !== undefined) {
+        if (!hasType) res.writeHeader('content-type', 'application/octet-stream');
+        res.end(r.raw, close);
+        return;
+      }
+      if (!hasType) res.writeHeader('content-type', 'application/json');
+      res.end(r.body === undefined ? '' : JSON.stringify(r.body), close);
+    });
+  }
+
+  private runStream(res: uWS.HttpResponse, state: { aborted: boolean; done: boolean }, entry: StreamEntry, request: HttpRequest<undefined>, cors: Record<string, string> | undefined): void {
+    const closeCbs: Array<() => void> = [];
+    const pending: string[] = [];
+    let pendingBytes = 0;
+    let opened = false;
+    let closed = false;
+    const finish = (): void => {
+      if (closed) return;
+      closed = true;
+      state.done = true;
+      this.openStreams.delete(endNow);
+      for (const cb of closeCbs) cb();
+    };
+    const endNow = (): void => {
+      if (closed) return;
+      if (!state.aborted) res.cork(() => res.end());
+      finish();
+    };
+    res.onAborted(() => {
+      state.aborted = true;
+      finish();
+    });
+    this.openStreams.add(endNow);
+    // uWS keeps the bytes a write could not send and calls onWritable when the socket drains; while it
+    // is backpressured we hold further chunks ourselves, bounded by maxBufferedBytes.
+    let backpressured = false;
+    const flush = (): boolean => {
+      backpressured = false;
+      while (pending.length > 0 && !backpressured) {
+        const chunk = pending.shift() as string;
+        pendingBytes -= Buffer.byteLength(chunk);
+        res.cork(() => {
+          backpressured = !res.write(chunk);
+        });
+      }
+      return !backpressured;
+    };
+    res.onWritable(() => flush());
+    const stream: ServerStream = {
+      open: (status, headers) => {
+        if (closed || opened) return;
+        opened = true;
+        res.cork(() => {
+          res.writeStatus(statusLine(status));
+          if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
+          for (const k in headers) res.writeHeader(k, headers[k] as string);
+        });
+        this.opts.onResponse?.('GET', status);
+      },
+      write: (chunk) => {
+        if (closed) return false;
+        if (backpressured) {
+          pending.push(chunk);
+          pendingBytes += Buffer.byteLength(chunk);
+          if (pendingBytes > entry.maxBufferedBytes) {
+            endNow();
+            return false;
+          }
+          return true;
+        }
+        res.cork(() => {
+          backpressured = !res.write(chunk);
+        });
+        return true;
+      },
+      end: (chunk) => {
+        if (closed) return;
+        if (chunk !== undefined && !state.aborted) res.cork(() => res.end(chunk));
+        else if (!state.aborted) res.cork(() => res.end());
+        finish();
+      },
+      get bufferedBytes() {
+        return pendingBytes;
+      },
+      get closed() {
+        return closed;
+      },
+      onClose: (cb) => {
+        closeCbs.push(cb);
+      },
+    };
+    try {
+      const p = entry.handler(request, stream);
+      if (p instanceof Promise) {
+        p.catch((err: unknown) => {
+          if (!opened) {
+            state.done = false;
+            this.send(res, state, this.errorResult(err, request as HttpRequest<unknown>), cors, 'GET');
+            finish();
+          } else endNow();
+        });
+      }
+    } catch (err) {
+      if (!opened) {
+        this.send(res, state, this.errorResult(err, request as HttpRequest<unknown>), cors, 'GET');
+        finish();
+      } else endNow();
+    }
+  }
+}
+
+const emptyBody = Buffer.alloc(0);

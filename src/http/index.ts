@@ -1,0 +1,10 @@
+/**
+ * Public face of the HTTP adapter: services import from here and never from uWebSockets.js.
+ */
+export { HttpApp, HttpError, bodyLimitBytesDefault } from './app.js';
+export type { HttpRequest, HttpResult, Handler, RouteOptions, ServerStream, StreamHandler, HttpAppOptions, CorsOptions } from './app.js';
+export { WsClient, WsHub } from './ws.js';
+export type { WsBehavior, UpgradeInfo, UpgradeDecision, SendOutcome } from './ws.js';
+export { formatValidationError, fieldName } from './validation.js';
+export type { Method } from './router.js';
+export { healthRoutes } from './health.js';

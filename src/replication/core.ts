@@ -1,0 +1,207 @@
+/**
+ * The contract every replication strategy implements: a pure state machine in the shape of etcd
+ * raft's Step/Ready. Inputs are client requests, peer messages and ticks, each with the current
+ * time injected; outputs (messages to send, client replies, events) are drained with takeOutput().
+ * A core never touches a socket, a thread, the wall clock or Math.random: the same core runs inside
+ * a worker_thread (live mode) and in one thread under the deterministic fabric (tests, fuzzing, detsim).
+ */
+import type { Rng } from '../util/rng.js';
+
+export type NodeId = string;
+export type Strategy = 'single_leader' | 'multi_leader' | 'leaderless' | 'raft';
+export type ReplicationMode = 'async' | 'sync' | 'semi_sync';
+export type ConflictResolver = 'lww' | 'vector_clock' | 'crdt' | 'manual';
+export type ConsistencyLevel = 'quorum' | 'local_quorum' | 'each_quorum';
+export type ReadRepairMode = 'async' | 'sync' | 'digest';
+
+/** The effective cluster configuration: every default filled in (DECISIONS.md). */
+export interface ClusterConfig {
+  strategy: Strategy;
+  node_count: number;
+  replication_mode: ReplicationMode;
+  conflict_resolver: ConflictResolver;
+  quorum_n: number;
+  quorum_w: number;
+  quorum_r: number;
+  regions: number;
+  inter_region_latency_ms: number;
+  consistency_level: ConsistencyLevel;
+  read_repair_mode: ReadRepairMode;
+  sloppy_quorum: boolean;
+}
+
+/** Protocol timing knobs, in one place with their units (STYLE.md). */
+export interface CoreTimings {
+  /** Sync/semi-sync ack wait, raft commit wait, quorum wait. */
+  requestTimeoutMs: number;
+  /** Leader resends unacknowledged entries after this long without progress. */
+  retransmitMs: number;
+  heartbeatMs: number;
+  electionTimeoutMsMin: number;
+  electionTimeoutMsMax: number;
+  /** Raft: applied entries between two raftSnapshots (log compaction). */
+  snapshotEveryEntries: number;
+  /** Most entries one replication message carries. */
+  maxEntriesPerMessage: number;
+}
+
+export const defaultTimings: CoreTimings = {
+  requestTimeoutMs: 1000,
+  retransmitMs: 100,
+  heartbeatMs: 50,
+  electionTimeoutMsMin: 150,
+  electionTimeoutMsMax: 300,
+  snapshotEveryEntries: 30,
+  maxEntriesPerMessage: 512,
+};
+
+/**
+ * One stored version of a key, as the cores keep it. The HTTP edge turns it into the spec's
+ * KVEntry (value base64-encoded). `timestamp` is a hybrid-logical-clock value in Unix nanoseconds.
+ */
+export interface Version {
+  key: string;
+  value: string;
+  tombstone: boolean;
+  timestamp: number;
+  node_id: NodeId;
+  version: number;
+  vclock: Record<NodeId, number>;
+}
+
+export type ClientOp =
+  | { op: 'write'; key: string; value: string; client_id?: string }
+  | { op: 'delete'; key: string; client_id?: string }
+  | { op: 'read'; key: string; client_id?: string }
+  | { op: 'batch'; entries: Array<{ key: string; value: string }>; client_id?: string };
+
+export interface ClientRequest {
+  /** Unique per node handle; the reply carries it back. */
+  id: number;
+  op: ClientOp;
+}
+
+/** Domain outcomes are values with codes, never exceptions (STYLE.md). */
+export type ErrorCode =
+  | 'not_leader'
+  | 'no_leader'
+  | 'timeout'
+  | 'quorum_not_met'
+  | 'not_found'
+  | 'paused'
+  | 'bad_request'
+  | 'unsupported';
+
+export type ClientResult =
+  | { kind: 'entry'; entry: Version; node_id: NodeId }
+  | { kind: 'batch'; entries: Version[] };
+
+export type ClientReply =
+  | { id: number; ok: true; result: ClientResult }
+  | {
+      id: number;
+      ok: false;
+      code: ErrorCode;
+      /** HTTP status the edge should answer with (400, 404 or 409). */
+      status: 400 | 404 | 409;
+      error: string;
+      /** The write may or may not have taken effect (sync timeout): the history records it as unknown. */
+      indeterminate?: boolean;
+      /** For not_leader: who the leader is, when known. */
+      leader_id?: NodeId;
+    };
+
+/** An event for the /ws stream (DECISIONS.md envelope); the shell adds cluster_id and timestamp. */
+export interface CoreEvent {
+  type: string;
+  node_id?: NodeId;
+  data?: Record<string, unknown>;
+}
+
+export interface OutMessage {
+  to: NodeId;
+  msg: unknown;
+}
+
+export interface CoreOutput {
+  messages: OutMessage[];
+  replies: ClientReply[];
+  events: CoreEvent[];
+}
+
+export type ControlCommand =
+  /** Physical-clock offset of this node, milliseconds (ClockSkewRequest). */
+  | { kind: 'clock_skew'; ms: number }
+  /** PATCH config: replication_mode (single_leader only). */
+  | { kind: 'replication_mode'; mode: ReplicationMode }
+  /** The cluster's node set changed (node added or removed) outside the log. */
+  | { kind: 'peers'; peers: NodeId[] }
+  /** single_leader failover: this node becomes the leader (or learns who is). */
+  | { kind: 'set_leader'; leader_id: NodeId }
+  /** raft membership change through the log. */
+  | { kind: 'add_server'; node_id: NodeId; reqId: number }
+  | { kind: 'remove_server'; node_id: NodeId; reqId: number }
+  /** Strategy-specific extension point (manual conflict resolution, anti-entropy, ...). */
+  | { kind: 'custom'; name: string; args?: unknown; reqId?: number };
+
+export interface ControlResult {
+  ok: boolean;
+  error?: string;
+  status?: 400 | 404 | 409;
+  data?: unknown;
+}
+
+export interface CoreStatus {
+  role: string;
+  commit_index: number;
+  last_applied: number;
+  leader_id: NodeId | '';
+  term?: number;
+  /** Entries this node is behind its leader (followers), as this node knows it. */
+  lag: number;
+  /** Leader only: per-follower progress, for live lag values and sim_replication_lag_ms. */
+  followers?: Record<NodeId, { match_index: number; lag_entries: number; lag_ms: number }>;
+  /** Strategy-specific extras shown in ClusterMetrics. */
+  extra?: Record<string, unknown>;
+}
+
+export interface CoreOptions {
+  id: NodeId;
+  cluster_id: string;
+  /** Every member of the cluster, this node included, in creation order. */
+  peers: NodeId[];
+  config: ClusterConfig;
+  timings: CoreTimings;
+  rng: Rng;
+  /** Start time (ms). */
+  now: number;
+  /** Region index per node (leaderless geo clusters). */
+  regions?: Record<NodeId, number>;
+  /** State a previous incarnation persisted (raft restart); absent on first start. */
+  persisted?: unknown;
+}
+
+export interface NodeCore {
+  readonly id: NodeId;
+  onClient(req: ClientRequest, now: number): void;
+  onMessage(from: NodeId, msg: unknown, now: number): void;
+  onTick(now: number): void;
+  /** Absolute time (ms) at which onTick must next run; Infinity when nothing is pending. */
+  nextDeadline(): number;
+  /** Moves pending output into `out` (appending) and clears it. */
+  drain(out: CoreOutput): void;
+  control(cmd: ControlCommand, now: number): ControlResult;
+  status(now: number): CoreStatus;
+  /** GET nodes/{id}/log: LogEntry[] (free-form objects). */
+  logView(): unknown[];
+  /** GET nodes/{id}/store: key -> Version (tombstones included). */
+  storeView(): Record<string, Version>;
+  /** What must survive a restart (raft term, vote, log, raftSnapshot); undefined when nothing. */
+  persistentState?(): unknown;
+}
+
+export type CoreFactory = (opts: CoreOptions) => NodeCore;
+
+export function emptyOutput(): CoreOutput {
+  return { messages: [], replies: [], events: [] };
+}

@@ -1,0 +1,81 @@
+/**
+ * Seeded pseudo-random source (sfc32 seeded through splitmix32). Every protocol core and the fabric
+ * take one of these instead of Math.random, so a whole run replays from one seed.
+ * Not cryptographic.
+ */
+export interface Rng {
+  /** Uniform in [0, 1). */
+  next(): number;
+  /** Uniform integer in [0, n). */
+  int(n: number): number;
+  /** Uniform integer in [lo, hi] inclusive. */
+  range(lo: number, hi: number): number;
+  /** True with probability p. */
+  chance(p: number): boolean;
+  /** A child source with its own stream, derived deterministically from this one. */
+  fork(): Rng;
+}
+
+function splitmix32(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x9e3779b9) >>> 0;
+    let z = s;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+    return (z ^ (z >>> 16)) >>> 0;
+  };
+}
+
+export class SeededRng implements Rng {
+  private a: number;
+  private b: number;
+  private c: number;
+  private d: number;
+
+  constructor(seed: number) {
+    const sm = splitmix32(Math.floor(seed) ^ Math.floor(seed / 0x100000000));
+    this.a = sm();
+    this.b = sm();
+    this.c = sm();
+    this.d = sm();
+    for (let i = 0; i < 12; i++) this.u32();
+  }
+
+  private u32(): number {
+    const t = (((this.a + this.b) >>> 0) + this.d) >>> 0;
+    this.d = (this.d + 1) >>> 0;
+    this.a = this.b ^ (this.b >>> 9);
+    this.b = (this.c + (this.c << 3)) >>> 0;
+    this.c = (this.c << 21) | (this.c >>> 11);
+    this.c = (this.c + t) >>> 0;
+    return t;
+  }
+
+  next(): number {
+    return this.u32() / 0x100000000;
+  }
+
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+
+  range(lo: number, hi: number): number {
+    return lo + this.int(hi - lo + 1);
+  }
+
+  chance(p: number): boolean {
+    if (p <= 0) return false;
+    if (p >= 1) return true;
+    return this.next() < p;
+  }
+
+  fork(): Rng {
+    return new SeededRng(this.u32() * 0x100000000 + this.u32());
+  }
+}
+
+/** A source seeded from the OS, for the live (worker) mode; still an Rng so cores never see Math.random. */
+export function liveRng(): Rng {
+  return new SeededRng(Math.floor(Math.random() * 0x1_0000_0000) * 0x10000 + Math.floor(Math.random() * 0x10000));
+}
