@@ -1,0 +1,397 @@
+/**
+ * The deterministic runtime: every node core of a cluster in one thread, under a virtual clock and a
+ * seeded fabric, so one seed replays a whole run, faults included (TigerBeetle's simulator idea).
+ * It is what seeded swarm tests, fuzzing and the detsim demo drive; it is not the live mode (worker
+ * threads, real clock) and holds no protocol logic of its own.
+ *
+ * Usage:
+ *   const c = new DetCluster({ factory, nodeIds: ['n1','n2','n3'], config, seed: 42 });
+ *   c.runFor(1000);                                   // elections, heartbeats, ...
+ *   const id = c.client('n1', { op: 'write', key: 'k', value: 'v' });
+ *   const reply = c.runUntilReply(id, 2000);          // undefined if none within 2 s of virtual time
+ *   c.fabric.partition(['n1'], ['n2','n3']); c.crash('n2'); c.restart('n2'); ...
+ *   c.traceHash();                                    // equal for equal seeds and equal driving code
+ *
+ * Rules: the runtime's rng (seeded) forks the fabric's rng first, then one rng per initial node in
+ * nodeIds order, then one per later restart/addNode; `rng` is left for the test's own fault choices.
+ * Each step jumps the clock to the next event (fabric delivery or core deadline), delivers what is
+ * due (destinations in fabric slot order), then ticks every due running core in node order. After
+ * every input a core is drained at once: its messages are submitted at the current virtual time,
+ * its replies recorded, its events collected.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { pack, unpack } from 'msgpackr';
+import {
+  defaultTimings,
+  emptyOutput,
+  type ClientOp,
+  type ClientReply,
+  type ClusterConfig,
+  type ControlCommand,
+  type ControlResult,
+  type CoreEvent,
+  type CoreFactory,
+  type CoreOutput,
+  type CoreTimings,
+  type NodeCore,
+  type NodeId,
+} from '../replication/core.js';
+import { SeededRng, type Rng } from '../util/rng.js';
+import { invariant } from '../util/assert.js';
+import { Fabric, type Delivery } from './fabric.js';
+
+export const defaultStartTimeMs = 1_700_000_000_000;
+/** Steps allowed at one virtual instant before the runtime calls it a livelock (a core bug). */
+export const stepsPerInstantMax = 200_000;
+/** Trace lines kept in memory; later lines still feed traceHash and are counted in traceDropped. */
+export const traceLinesMax = 500_000;
+/** Collected events kept; later ones are counted in eventsDropped. */
+export const eventsMax = 200_000;
+
+export interface DetClusterOptions {
+  factory: CoreFactory;
+  nodeIds: string[];
+  config: ClusterConfig;
+  timings?: Partial<CoreTimings>;
+  seed: number;
+  /** Virtual epoch in ms; default 1_700_000_000_000. */
+  startTimeMs?: number;
+  /** When true, payloads go through msgpackr pack/unpack like the live wire (default false). */
+  encode?: boolean;
+  fabric?: { linkQueueMax?: number; inboxMax?: number };
+  clusterId?: string;
+  regions?: Record<NodeId, number>;
+}
+
+export type DetNodeState = 'online' | 'paused' | 'offline';
+
+interface NodeEntry {
+  id: NodeId;
+  core: NodeCore | undefined;
+  paused: boolean;
+  /** What the last incarnation's persistentState() returned when it crashed. */
+  persisted: unknown;
+}
+
+export class DetCluster {
+  readonly fabric: Fabric<unknown>;
+  readonly rng: Rng;
+  readonly events: Array<CoreEvent & { at: number }> = [];
+  readonly trace: string[] = [];
+  eventsDropped = 0;
+  traceDropped = 0;
+  /** Messages that reached a crashed node and were lost. */
+  lostToCrashed = 0;
+
+  private clock: number;
+  private readonly opts: DetClusterOptions;
+  private readonly timings: CoreTimings;
+  private readonly nodes = new Map<NodeId, NodeEntry>();
+  private order: NodeId[] = [];
+  private readonly replies = new Map<number, ClientReply>();
+  private reqSeq = 0;
+  private readonly out: CoreOutput = emptyOutput();
+  private readonly hash: Hash = createHash('sha256');
+  private instant = -Infinity;
+  private stepsAtInstant = 0;
+  private readonly sink = (to: string, batch: Array<Delivery<unknown>>): void => this.deliver(to, batch);
+
+  constructor(opts: DetClusterOptions) {
+    invariant(new Set(opts.nodeIds).size === opts.nodeIds.length, 'node ids must be unique');
+    this.opts = opts;
+    this.timings = { ...defaultTimings, ...opts.timings };
+    this.clock = opts.startTimeMs ?? defaultStartTimeMs;
+    this.rng = new SeededRng(opts.seed);
+    this.fabric = new Fabric<unknown>({ rng: this.rng.fork(), ...opts.fabric });
+    this.fabric.onDrop = (from, to, outcome) => this.line(`${this.clock} ${from}->${to} ${outcome}`);
+    this.order = [...opts.nodeIds];
+    for (const id of this.order) this.fabric.addNode(id);
+    // Fork every core's rng before building any core, in node order, so construction order cannot matter.
+    const rngs = this.order.map(() => this.rng.fork());
+    for (const [i, id] of this.order.entries()) {
+      const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined };
+      this.nodes.set(id, entry);
+      entry.core = this.build(id, rngs[i] as Rng, undefined);
+    }
+    for (const id of this.order) this.flush(this.nodes.get(id) as NodeEntry);
+  }
+
+  /** Current virtual time (ms). */
+  get now(): number {
+    return this.clock;
+  }
+
+  nodeIds(): NodeId[] {
+    return [...this.order];
+  }
+
+  /** The running core; throws for an unknown or crashed node (a bug in the calling test). */
+  core(id: NodeId): NodeCore {
+    const core = this.nodes.get(id)?.core;
+    invariant(core, () => `node ${id} is unknown or crashed`);
+    return core;
+  }
+
+  state(id: NodeId): DetNodeState | undefined {
+    const e = this.nodes.get(id);
+    if (!e) return undefined;
+    return e.core === undefined ? 'offline' : e.paused ? 'paused' : 'online';
+  }
+
+  /** A fresh request id, for control commands that answer through a reply (add_server, ...). */
+  nextRequestId(): number {
+    return ++this.reqSeq;
+  }
+
+  /**
+   * Submits a client request to `nodeId` now and returns its request id. A paused or crashed node
+   * refuses at once (409 'paused', as the live mode does); an unknown node answers 404.
+   */
+  client(nodeId: NodeId, op: ClientOp): number {
+    const id = this.nextRequestId();
+    this.line(`${this.clock} client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`);
+    const e = this.nodes.get(nodeId);
+    if (!e) {
+      this.record(nodeId, { id, ok: false, code: 'not_found', status: 404, error: `node ${nodeId} not found` });
+    } else if (!e.core || e.paused) {
+      const why = e.core ? 'paused' : 'down';
+      this.record(nodeId, { id, ok: false, code: 'paused', status: 409, error: `node ${nodeId} is ${why}` });
+    } else {
+      e.core.onClient({ id, op }, this.clock);
+      this.flush(e);
+    }
+    return id;
+  }
+
+  reply(reqId: number): ClientReply | undefined {
+    return this.replies.get(reqId);
+  }
+
+  control(id: NodeId, cmd: ControlCommand): ControlResult {
+    const e = this.nodes.get(id);
+    this.line(`${this.clock} control ${id} ${cmd.kind}`);
+    if (!e) return { ok: false, status: 404, error: `node ${id} not found` };
+    if (!e.core) return { ok: false, status: 409, error: `node ${id} is down` };
+    const result = e.core.control(cmd, this.clock);
+    this.flush(e);
+    return result;
+  }
+
+  /** Earliest time anything happens: a fabric delivery or a running core's deadline. */
+  nextEventAt(): number {
+    let at = this.fabric.nextDueAt();
+    for (const id of this.order) {
+      const e = this.nodes.get(id) as NodeEntry;
+      if (!e.core || e.paused) continue;
+      const d = e.core.nextDeadline();
+      if (d < at) at = d;
+    }
+    return at;
+  }
+
+  /** Advances to the next event and processes everything due then; false when nothing is pending. */
+  step(): boolean {
+    const at = this.nextEventAt();
+    if (at === Infinity) return false;
+    if (at > this.clock) this.clock = at;
+    if (this.clock !== this.instant) {
+      this.instant = this.clock;
+      this.stepsAtInstant = 0;
+    }
+    invariant(
+      ++this.stepsAtInstant <= stepsPerInstantMax,
+      () => `livelock: ${stepsPerInstantMax} steps at virtual time ${this.clock} (seed ${this.opts.seed})`,
+    );
+    this.fabric.deliverDue(this.clock, this.sink);
+    for (const id of this.order) {
+      const e = this.nodes.get(id);
+      if (!e?.core || e.paused || e.core.nextDeadline() > this.clock) continue;
+      e.core.onTick(this.clock);
+      this.flush(e, 'tick');
+    }
+    return true;
+  }
+
+  /** Processes every event up to and including `timeMs`, then sets the clock to it. */
+  runUntil(timeMs: number): void {
+    while (this.nextEventAt() <= timeMs) this.step();
+    if (timeMs > this.clock) this.clock = timeMs;
+  }
+
+  runFor(ms: number): void {
+    this.runUntil(this.clock + ms);
+  }
+
+  /** Runs until the reply arrives (clock left at its arrival) or `maxMs` pass (undefined). */
+  runUntilReply(reqId: number, maxMs: number): ClientReply | undefined {
+    const deadline = this.clock + maxMs;
+    while (!this.replies.has(reqId) && this.nextEventAt() <= deadline) this.step();
+    const r = this.replies.get(reqId);
+    if (!r && deadline > this.clock) this.clock = deadline;
+    return r;
+  }
+
+  /** Paused: no ticks, no client requests; the fabric holds its due messages (up to inboxMax). */
+  pause(id: NodeId): void {
+    const e = this.nodes.get(id);
+    if (!e?.core) return;
+    e.paused = true;
+    this.fabric.setDeliverable(id, false);
+    this.line(`${this.clock} pause ${id}`);
+  }
+
+  resume(id: NodeId): void {
+    const e = this.nodes.get(id);
+    if (!e?.core || !e.paused) return;
+    e.paused = false;
+    this.fabric.setDeliverable(id, true);
+    this.line(`${this.clock} resume ${id}`);
+  }
+
+  /** Drops the core, keeping persistentState(); messages reaching it while down are lost and counted. */
+  crash(id: NodeId): void {
+    const e = this.nodes.get(id);
+    if (!e?.core) return;
+    e.persisted = e.core.persistentState?.();
+    e.core = undefined;
+    e.paused = false;
+    // Deliverable, so what arrives is handed over and lost rather than held for a later incarnation.
+    this.fabric.setDeliverable(id, true);
+    this.line(`${this.clock} crash ${id}`);
+  }
+
+  /** Builds a new core for a crashed node from what it persisted; no-op when it is running. */
+  restart(id: NodeId): void {
+    const e = this.nodes.get(id);
+    if (!e || e.core) return;
+    this.line(`${this.clock} restart ${id}`);
+    e.core = this.build(id, this.rng.fork(), e.persisted);
+    this.flush(e);
+  }
+
+  /**
+   * Adds a node (empty state) and, unless notifyPeers is false, tells every running core the new
+   * member list with a 'peers' control command (raft tests pass false and use add_server instead).
+   */
+  addNode(id: NodeId, opts: { notifyPeers?: boolean } = {}): void {
+    if (this.nodes.has(id)) return;
+    this.line(`${this.clock} add ${id}`);
+    this.order.push(id);
+    this.fabric.addNode(id);
+    const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined };
+    this.nodes.set(id, entry);
+    entry.core = this.build(id, this.rng.fork(), undefined);
+    this.flush(entry);
+    if (opts.notifyPeers !== false) this.notifyPeers(id);
+  }
+
+  removeNode(id: NodeId, opts: { notifyPeers?: boolean } = {}): void {
+    if (!this.nodes.has(id)) return;
+    this.line(`${this.clock} remove ${id}`);
+    this.nodes.delete(id);
+    this.order = this.order.filter((x) => x !== id);
+    this.fabric.removeNode(id);
+    if (opts.notifyPeers !== false) this.notifyPeers(id);
+  }
+
+  /** sha256 (hex) of every trace line, each followed by a newline, including lines past the cap. */
+  traceHash(): string {
+    return this.hash.copy().digest('hex');
+  }
+
+  private notifyPeers(except: NodeId): void {
+    const peers = [...this.order];
+    for (const pid of this.order) {
+      const e = this.nodes.get(pid) as NodeEntry;
+      if (pid === except || !e.core) continue;
+      e.core.control({ kind: 'peers', peers }, this.clock);
+      this.flush(e);
+    }
+  }
+
+  private build(id: NodeId, rng: Rng, persisted: unknown): NodeCore {
+    return this.opts.factory({
+      id,
+      cluster_id: this.opts.clusterId ?? 'det',
+      peers: [...this.order],
+      config: this.opts.config,
+      timings: this.timings,
+      rng,
+      now: this.clock,
+      ...(this.opts.regions ? { regions: this.opts.regions } : {}),
+      ...(persisted !== undefined ? { persisted } : {}),
+    });
+  }
+
+  private deliver(to: NodeId, batch: Array<Delivery<unknown>>): void {
+    const e = this.nodes.get(to);
+    for (const d of batch) {
+      const msg = this.opts.encode ? unpack(d.payload as Uint8Array) : d.payload;
+      if (!e?.core) {
+        this.lostToCrashed++;
+        this.line(`${this.clock} ${d.from}->${to} lost_down ${summarize(msg)}`);
+        continue;
+      }
+      this.line(`${this.clock} ${d.from}->${to} ${summarize(msg)}`);
+      e.core.onMessage(d.from, msg, this.clock);
+      this.flush(e);
+    }
+  }
+
+  /** Drains one core: messages into the fabric now, replies recorded, events collected. */
+  private flush(e: NodeEntry, cause?: 'tick'): void {
+    const core = e.core;
+    if (!core) return;
+    const out = this.out;
+    core.drain(out);
+    if (cause === 'tick' && out.messages.length + out.replies.length + out.events.length > 0) {
+      this.line(`${this.clock} tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} events=${out.events.length}`);
+    }
+    for (const m of out.messages) {
+      this.fabric.submit(e.id, m.to, this.opts.encode ? pack(m.msg) : m.msg, this.clock);
+    }
+    for (const r of out.replies) this.record(e.id, r);
+    for (const ev of out.events) {
+      if (this.events.length >= eventsMax) {
+        this.eventsDropped++;
+        continue;
+      }
+      this.events.push({ ...ev, node_id: ev.node_id ?? e.id, at: this.clock });
+    }
+    out.messages.length = 0;
+    out.replies.length = 0;
+    out.events.length = 0;
+  }
+
+  private record(nodeId: NodeId, r: ClientReply): void {
+    this.replies.set(r.id, r);
+    this.line(`${this.clock} reply ${nodeId} #${r.id} ${r.ok ? 'ok' : `${r.code}`}`);
+  }
+
+  private line(s: string): void {
+    this.hash.update(s);
+    this.hash.update('\n');
+    if (this.trace.length < traceLinesMax) this.trace.push(s);
+    else this.traceDropped++;
+  }
+}
+
+/**
+ * A short, deterministic rendering of a message for the trace: top-level fields in insertion order,
+ * primitives shown (strings cut to 24 chars), arrays by length, objects as {..}. Cheap on large
+ * raft appends, where a full JSON dump would dominate the run.
+ */
+export function summarize(msg: unknown): string {
+  if (msg === null || typeof msg !== 'object') return String(msg);
+  if (Array.isArray(msg)) return `[${msg.length}]`;
+  if (msg instanceof Uint8Array) return `bytes(${msg.length})`;
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(msg as Record<string, unknown>)) {
+    if (v === undefined) continue;
+    if (typeof v === 'string') parts.push(`${k}=${v.length > 24 ? `${v.slice(0, 24)}…` : v}`);
+    else if (v === null || typeof v !== 'object') parts.push(`${k}=${String(v)}`);
+    else if (Array.isArray(v)) parts.push(`${k}=[${v.length}]`);
+    else parts.push(`${k}={..}`);
+  }
+  return parts.join(' ');
+}
