@@ -2,7 +2,7 @@ import t from 'tap';
 import { Fabric, type Delivery, type SubmitOutcome } from '../../src/fabric/fabric.js';
 import { SeededRng } from '../../src/util/rng.js';
 
-type Msg = { seq: number; from: string };
+type Msg = { seq: number; from: string; earliest?: number };
 
 function fabricOf(ids: string[], opts: { seed?: number; linkQueueMax?: number; inboxMax?: number } = {}): Fabric<Msg> {
   const f = new Fabric<Msg>({ rng: new SeededRng(opts.seed ?? 1), linkQueueMax: opts.linkQueueMax, inboxMax: opts.inboxMax });
@@ -82,11 +82,13 @@ t.test('per-link FIFO holds under random latency changes, for every link', async
   let violations = 0;
   let deliveredCount = 0;
   let queued = 0;
+  let early = 0;
   const sink = (to: string, batch: Array<Delivery<Msg>>): void => {
     for (const d of batch) {
       const key = `${d.from}->${to}`;
       const prev = lastSeen.get(key) ?? -1;
       if (d.payload.seq !== prev + 1) violations++;
+      if (d.payload.earliest !== undefined && now < d.payload.earliest) early++;
       lastSeen.set(key, d.payload.seq);
       deliveredCount++;
     }
@@ -98,12 +100,16 @@ t.test('per-link FIFO holds under random latency changes, for every link', async
     const key = `${from}->${to}`;
     const seq = sent.get(key) ?? 0;
     sent.set(key, seq + 1);
-    if (f.submit(from, to, { seq, from }, now) === 'queued') queued++;
+    if (f.submit(from, to, { seq, from, earliest: now + f.latency(from, to) }, now) === 'queued') queued++;
     now += rng.int(5);
     if (rng.chance(0.3)) f.deliverDue(now, sink);
   }
-  for (const g of drainAll(f, now)) sink(g.to, [g.d]);
+  for (const g of drainAll(f, now)) {
+    now = g.at;
+    sink(g.to, [g.d]);
+  }
   t.equal(queued, 5000, 'every submit was queued');
+  t.equal(early, 0, 'nothing arrived before submit time + latency');
   t.equal(violations, 0, 'every link delivered 0,1,2,... in order');
   t.equal(deliveredCount, 5000);
   t.equal(f.stats().delivered, 5000);
@@ -283,4 +289,51 @@ t.test('a sink may submit while being called; zero-latency replies are due at th
   t.equal(f.stats().delivered, 6);
   now = 1;
   t.equal(f.nextDueAt(), Infinity);
+});
+
+t.test('counters balance under random operations: every submitted message is delivered, dropped, queued or discarded', async (t) => {
+  for (const seed of [1, 2, 3]) {
+    const rng = new SeededRng(seed);
+    const ids = ['a', 'b', 'c', 'd'];
+    const f = fabricOf(ids, { seed, linkQueueMax: 8, inboxMax: 4 });
+    let now = 0;
+    let handed = 0;
+    let imbalanced = 0;
+    for (let step = 0; step < 3000; step++) {
+      const a = ids[rng.int(ids.length)]!;
+      const b = ids[rng.int(ids.length)]!;
+      switch (rng.int(12)) {
+        case 0:
+          f.setLatency(a, b, rng.int(30));
+          break;
+        case 1:
+          f.setDropRate(a, b, rng.next());
+          break;
+        case 2:
+          if (f.partitions().size > 1) f.clearFaults();
+          else f.partition([a], ids.filter((x) => x !== a));
+          break;
+        case 3:
+          f.setDeliverable(a, !f.isDeliverable(a));
+          break;
+        case 4:
+          if (rng.chance(0.2)) f.removeNode(a);
+          else f.addNode(a);
+          break;
+        case 5:
+          now += rng.int(10);
+          handed += f.deliverDue(now, () => undefined);
+          break;
+        default:
+          f.submit(a, b, { seq: step, from: a }, now);
+      }
+      const s = f.stats();
+      const accounted = s.delivered + s.dropped_full + s.dropped_rate + s.dropped_partition + s.dropped_unknown_node
+        + s.discarded_on_remove + s.in_flight + s.queued_in_inboxes;
+      if (accounted !== s.submitted) imbalanced++;
+    }
+    t.equal(imbalanced, 0, `seed ${seed}: submitted = delivered + drops + queued after every operation`);
+    t.equal(f.stats().delivered, handed, `seed ${seed}: delivered counts what sinks received`);
+    t.ok(f.stats().dropped_full > 0 && f.stats().dropped_partition > 0 && f.stats().dropped_rate > 0, `seed ${seed}: every drop cause occurred`);
+  }
 });
