@@ -1,0 +1,49 @@
+/**
+ * Merkle summaries for anti-entropy (Dynamo §4.7): keys fall into a fixed number of buckets by hash,
+ * each bucket is hashed over its sorted (key, digest) pairs, and a binary tree over the buckets
+ * gives a root. Two replicas compare roots, then leaves, then exchange only the keys of differing
+ * buckets. Pure functions over (key, digest) pairs; what a digest covers is the caller's choice.
+ */
+import { createHash } from 'node:crypto';
+import { ringPosition } from './ring.js';
+
+export const merkleBuckets = 64;
+
+export function hashText(s: string): string {
+  return createHash('md5').update(s).digest('hex');
+}
+
+export function bucketOf(key: string, buckets: number = merkleBuckets): number {
+  return ringPosition(key) % buckets;
+}
+
+/** Leaf hashes: one per bucket, '' for an empty bucket. */
+export function merkleLeaves(entries: Iterable<readonly [string, string]>, buckets: number = merkleBuckets): string[] {
+  const lines: string[][] = Array.from({ length: buckets }, () => []);
+  for (const [key, digest] of entries) (lines[bucketOf(key, buckets)] as string[]).push(`${key}\u0000${digest}`);
+  return lines.map((ls) => (ls.length === 0 ? '' : hashText(ls.sort().join('\n'))));
+}
+
+/** The root over the leaves (pairwise hashing up a binary tree). */
+export function merkleRoot(leaves: readonly string[]): string {
+  let level = [...leaves];
+  if (level.length === 0) return '';
+  while (level.length > 1) {
+    const next: string[] = [];
+    for (let i = 0; i < level.length; i += 2) {
+      const l = level[i] as string;
+      const r = level[i + 1] ?? '';
+      next.push(l === '' && r === '' ? '' : hashText(`${l}|${r}`));
+    }
+    level = next;
+  }
+  return level[0] as string;
+}
+
+/** Indices of buckets whose hashes differ. */
+export function differingBuckets(a: readonly string[], b: readonly string[]): number[] {
+  const out: number[] = [];
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) if ((a[i] ?? '') !== (b[i] ?? '')) out.push(i);
+  return out;
+}

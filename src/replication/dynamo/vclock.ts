@@ -1,0 +1,71 @@
+/**
+ * Vector clocks (Fidge/Mattern) as plain JSON objects: compare, merge (the element-wise maximum) and
+ * increment. Used by the multi-leader core to tell causally ordered writes from concurrent ones and
+ * carried, informatively, on leaderless versions. Not a dotted version vector: sibling bookkeeping
+ * lives in the cores.
+ */
+import type { NodeId } from '../core.js';
+import { invariant } from '../../util/assert.js';
+
+export type VClock = Readonly<Record<NodeId, number>>;
+
+/** How `a` relates to `b` in the happened-before order. */
+export type ClockOrder = 'before' | 'after' | 'equal' | 'concurrent';
+
+function entry(c: VClock, id: NodeId): number {
+  return c[id] ?? 0;
+}
+
+/** The happened-before relation: a missing entry counts as 0. */
+export function compareClocks(a: VClock, b: VClock): ClockOrder {
+  let aLess = false;
+  let bLess = false;
+  for (const id of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    const x = entry(a, id);
+    const y = entry(b, id);
+    if (x < y) aLess = true;
+    else if (y < x) bLess = true;
+    if (aLess && bLess) return 'concurrent';
+  }
+  if (aLess) return 'before';
+  if (bLess) return 'after';
+  return 'equal';
+}
+
+/** a >= b element-wise (a has seen everything b has). */
+export function descends(a: VClock, b: VClock): boolean {
+  const o = compareClocks(a, b);
+  return o === 'after' || o === 'equal';
+}
+
+/** The vector-clock merge rule: element-wise maximum, the least upper bound of a and b. */
+export function mergeClocks(a: VClock, b: VClock): Record<NodeId, number> {
+  const out: Record<NodeId, number> = {};
+  for (const [id, n] of Object.entries(a)) if (n > 0) out[id] = n;
+  for (const [id, n] of Object.entries(b)) if (n > (out[id] ?? 0)) out[id] = n;
+  return out;
+}
+
+/** A local event at `id`: its own entry goes up by one, the others are kept. */
+export function incrementClock(c: VClock, id: NodeId): Record<NodeId, number> {
+  const out = mergeClocks(c, {});
+  out[id] = entry(c, id) + 1;
+  invariant(out[id] > entry(c, id), 'vector clock entries never go down');
+  return out;
+}
+
+/** Total number of events a clock has seen: used as a Version's `version` number. */
+export function clockSum(c: VClock): number {
+  let s = 0;
+  for (const n of Object.values(c)) s += n;
+  return s;
+}
+
+/** Canonical text of a clock (sorted ids, zero entries dropped): equal clocks give equal text. */
+export function clockKey(c: VClock): string {
+  return Object.keys(c)
+    .filter((id) => entry(c, id) > 0)
+    .sort()
+    .map((id) => `${id}:${entry(c, id)}`)
+    .join(',');
+}
