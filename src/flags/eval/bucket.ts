@@ -1,0 +1,55 @@
+/**
+ * Percentage-rollout bucketing, LaunchDarkly's algorithm (DECISIONS.md "Bucketing"): SHA-1 of
+ * `{flagKey}.{salt}.{value}` (salt = our flag key), or of `{seed}.{value}` when a seed is set; the
+ * first 15 hex digits as an integer over 0xFFFFFFFFFFFFFFF give a bucket in [0, 1]. Pure: no state
+ * beyond the hash. It does not choose the variation (evaluate.ts walks the rollout).
+ */
+import * as crypto from 'node:crypto';
+
+/** 0xFFFFFFFFFFFFFFF: the largest 15-hex-digit number, LaunchDarkly's bucket scale. */
+const LONG_SCALE = 0xfffffffffffffff;
+
+// One-shot crypto.hash (Node >= 20.12) avoids a Hash object per call; createHash is the fallback.
+const oneShot: ((alg: string, data: string, enc: 'buffer') => Buffer) | undefined =
+  typeof (crypto as { hash?: unknown }).hash === 'function'
+    ? (crypto.hash as (alg: string, data: string, enc: 'buffer') => Buffer)
+    : undefined;
+
+function sha1(input: string): Buffer {
+  return oneShot ? oneShot('sha1', input, 'buffer') : crypto.createHash('sha1').update(input).digest();
+}
+
+/**
+ * The bucket of one hash input. Equal to LaunchDarkly's
+ * `parseInt(sha1hex(input).substring(0, 15), 16) / 0xFFFFFFFFFFFFFFF`: the first 60 bits of the
+ * digest are the top 32 bits times 2^28 plus the next 28, which rounds once to the same double.
+ */
+export function bucketOfHashInput(input: string): number {
+  const d = sha1(input);
+  const high = d.readUInt32BE(0) * 0x10000000 + (d.readUInt32BE(4) >>> 4);
+  return high / LONG_SCALE;
+}
+
+/** LaunchDarkly's bucket for `key.salt.value` (the form of its published test vectors). */
+export function bucketWithSalt(flagKey: string, salt: string, value: string): number {
+  return bucketOfHashInput(`${flagKey}.${salt}.${value}`);
+}
+
+/**
+ * The prefix before the bucketed value: `{flagKey}.{flagKey}.` (salt = flag key), or `{seed}.`
+ * when the flag sets a seed. Computed once per compiled flag.
+ */
+export function hashPrefix(flagKey: string, seed: string | undefined): string {
+  return seed === undefined ? `${flagKey}.${flagKey}.` : `${seed}.`;
+}
+
+/**
+ * The value bucketed on, from a context attribute: strings as they are, integers in decimal;
+ * anything else (missing, fractional numbers, booleans, arrays) has no bucket value and buckets
+ * to 0 (DECISIONS.md: strings and integers only).
+ */
+export function bucketableValue(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isInteger(v)) return String(v);
+  return undefined;
+}

@@ -1,0 +1,193 @@
+/**
+ * Clause operators compiled once per clause (DECISIONS.md "Clause operators"): value sets,
+ * parsed numbers, dates and versions, and regexes are prepared at compile time so matching a
+ * context is a few comparisons. Each compiled operator tests one scalar attribute value against
+ * all of the clause's values ("values match when any value matches"); unparsable values and bad
+ * regexes simply never match and never throw. Attribute lookup, arrays, negate and segmentMatch
+ * are the evaluator's (evaluate.ts).
+ */
+import semver from 'semver';
+import type { ClauseOp } from '../model/types.js';
+import { unreachable } from '../../util/assert.js';
+
+/** A context attribute value that operators look at (array elements are tested one by one). */
+export type Scalar = string | number | boolean;
+export type ScalarTest = (v: Scalar) => boolean;
+
+const never: ScalarTest = () => false;
+
+// ---- numbers: "numbers are sent as strings"; an attribute may be a number or a numeric string.
+
+/** A finite number from a number or a numeric string ('' and ' ' are not numbers), else NaN. */
+export function toNumber(v: Scalar): number {
+  if (typeof v === 'number') return v;
+  if (typeof v !== 'string' || v.trim() === '') return NaN;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : NaN;
+}
+
+// ---- dates: RFC 3339 date-time or Unix milliseconds.
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+const UNIX_MS = /^-?\d+(?:\.\d+)?$/;
+
+/** Milliseconds since the epoch from an RFC 3339 date-time, Unix ms (number or string), else NaN. */
+export function toEpochMs(v: Scalar): number {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : NaN;
+  if (typeof v !== 'string') return NaN;
+  if (UNIX_MS.test(v)) return Number(v);
+  if (!RFC3339.test(v)) return NaN;
+  return Date.parse(v.replace(' ', 'T').toUpperCase());
+}
+
+// ---- versions: the semver package, with `2` and `2.1` read as 2.0.0 and 2.1.0.
+
+const PARTIAL_VERSION = /^v?(\d+)(\.\d+)?([-+].*)?$/;
+
+/** A semantic version, completing missing minor/patch with zeros; undefined when unparsable. */
+export function parseVersion(v: Scalar): semver.SemVer | undefined {
+  if (typeof v === 'boolean') return undefined;
+  const s = String(v);
+  const full = semver.parse(s);
+  if (full) return full;
+  const m = PARTIAL_VERSION.exec(s);
+  if (!m) return undefined;
+  return semver.parse(`${m[1]}${m[2] ?? '.0'}.0${m[3] ?? ''}`) ?? undefined;
+}
+
+/** Attribute versions repeat (app versions), so their parses are cached, with a cap. */
+const versionCache = new Map<string, semver.SemVer | null>();
+const VERSION_CACHE_ENTRIES_MAX = 4096;
+function cachedVersion(v: Scalar): semver.SemVer | undefined {
+  if (typeof v !== 'string') return parseVersion(v);
+  let hit = versionCache.get(v);
+  if (hit === undefined) {
+    if (versionCache.size >= VERSION_CACHE_ENTRIES_MAX) versionCache.clear();
+    hit = parseVersion(v) ?? null;
+    versionCache.set(v, hit);
+  }
+  return hit ?? undefined;
+}
+
+// ---- regexes: compiled once; an invalid pattern is remembered as such and never matches.
+
+const regexCache = new Map<string, RegExp | null>();
+const REGEX_CACHE_ENTRIES_MAX = 4096;
+export function compileRegex(pattern: string): RegExp | undefined {
+  let hit = regexCache.get(pattern);
+  if (hit === undefined) {
+    if (regexCache.size >= REGEX_CACHE_ENTRIES_MAX) regexCache.clear();
+    try {
+      hit = new RegExp(pattern);
+    } catch {
+      hit = null;
+    }
+    regexCache.set(pattern, hit);
+  }
+  return hit ?? undefined;
+}
+
+function anyOfStrings(values: readonly string[], pred: (attr: string, value: string) => boolean): ScalarTest {
+  if (values.length === 0) return never;
+  if (values.length === 1) {
+    const only = values[0] as string;
+    return (v) => typeof v === 'string' && pred(v, only);
+  }
+  return (v) => {
+    if (typeof v !== 'string') return false;
+    for (const value of values) if (pred(v, value)) return true;
+    return false;
+  };
+}
+
+function numericTest(values: readonly string[], cmp: (a: number, b: number) => boolean, parse: (v: Scalar) => number): ScalarTest {
+  const parsed = values.map(parse).filter((n) => !Number.isNaN(n));
+  if (parsed.length === 0) return never;
+  return (v) => {
+    const a = parse(v);
+    if (Number.isNaN(a)) return false;
+    for (const b of parsed) if (cmp(a, b)) return true;
+    return false;
+  };
+}
+
+function versionTest(values: readonly string[], ok: (c: number) => boolean): ScalarTest {
+  const parsed = values.map(parseVersion).filter((x): x is semver.SemVer => x !== undefined);
+  if (parsed.length === 0) return never;
+  return (v) => {
+    const a = cachedVersion(v);
+    if (a === undefined) return false;
+    for (const b of parsed) if (ok(a.compare(b))) return true;
+    return false;
+  };
+}
+
+/**
+ * Equality for `in`/`notIn`: strings compare exactly; a number attribute equals a value that
+ * parses to the same number ("5" and "5.0" both match 5); a boolean equals "true"/"false".
+ */
+function membershipTest(values: readonly string[]): ScalarTest {
+  if (values.length === 0) return never;
+  const strings = new Set(values);
+  const numbers = new Set(values.map(toNumber).filter((n) => !Number.isNaN(n)));
+  if (values.length === 1) {
+    const only = values[0] as string;
+    const num = toNumber(only);
+    return (v) => (typeof v === 'string' ? v === only : typeof v === 'number' ? v === num : (v ? 'true' : 'false') === only);
+  }
+  return (v) =>
+    typeof v === 'string' ? strings.has(v) : typeof v === 'number' ? numbers.has(v) : strings.has(v ? 'true' : 'false');
+}
+
+/**
+ * The per-value test for an operator other than segmentMatch. `notIn` is compiled as `in` and
+ * inverted by the evaluator over the whole attribute (an array attribute is "not in" when none of
+ * its elements is in the values), so it reads as the negation of `in` a user expects.
+ * String operators (startsWith, endsWith, contains, matches) look at string values only.
+ */
+export function compileScalarTest(op: Exclude<ClauseOp, 'segmentMatch'>, values: readonly string[]): ScalarTest {
+  switch (op) {
+    case 'in':
+    case 'notIn':
+      return membershipTest(values);
+    case 'startsWith':
+      return anyOfStrings(values, (a, b) => a.startsWith(b));
+    case 'endsWith':
+      return anyOfStrings(values, (a, b) => a.endsWith(b));
+    case 'contains':
+      return anyOfStrings(values, (a, b) => a.includes(b));
+    case 'matches': {
+      const regexes = values.map(compileRegex).filter((r): r is RegExp => r !== undefined);
+      if (regexes.length === 0) return never;
+      return (v) => {
+        if (typeof v !== 'string') return false;
+        for (const re of regexes) if (re.test(v)) return true;
+        return false;
+      };
+    }
+    case 'lt':
+      return numericTest(values, (a, b) => a < b, toNumber);
+    case 'lte':
+      return numericTest(values, (a, b) => a <= b, toNumber);
+    case 'gt':
+      return numericTest(values, (a, b) => a > b, toNumber);
+    case 'gte':
+      return numericTest(values, (a, b) => a >= b, toNumber);
+    case 'before':
+      return numericTest(values, (a, b) => a < b, toEpochMs);
+    case 'after':
+      return numericTest(values, (a, b) => a > b, toEpochMs);
+    case 'semverEq':
+      return versionTest(values, (c) => c === 0);
+    case 'semverLt':
+      return versionTest(values, (c) => c < 0);
+    case 'semverLte':
+      return versionTest(values, (c) => c <= 0);
+    case 'semverGt':
+      return versionTest(values, (c) => c > 0);
+    case 'semverGte':
+      return versionTest(values, (c) => c >= 0);
+    default:
+      return unreachable(op);
+  }
+}
