@@ -1,0 +1,1191 @@
+/**
+ * Raft as a pure state machine behind the NodeCore contract: client requests, peer messages and
+ * ticks go in (with the time injected); messages, client replies and events come out through
+ * drain(), and persistentState() says what must survive a restart. It follows the Raft paper and
+ * Ongaro's dissertation: randomized elections with PreVote and CheckQuorum, AppendEntries with the
+ * log-matching check and fast back-off, majority commit of current-term entries only, ReadIndex
+ * reads, log compaction with InstallSnapshot, and single-server membership changes.
+ * It never touches a socket, a thread, the wall clock or Math.random; the runtime does that.
+ */
+import {
+  emptyOutput,
+  type ClientOp,
+  type ClientReply,
+  type ClientRequest,
+  type ClientResult,
+  type ControlCommand,
+  type ControlResult,
+  type CoreEvent,
+  type CoreFactory,
+  type CoreOptions,
+  type CoreOutput,
+  type CoreStatus,
+  type CoreTimings,
+  type NodeCore,
+  type NodeId,
+  type Version,
+} from '../core.js';
+import { HybridClock } from '../hlc.js';
+import type { Rng } from '../../util/rng.js';
+import { invariant, unreachable } from '../../util/assert.js';
+import { RaftLog } from './raft/log.js';
+import {
+  isPersistentState,
+  isRaftMessage,
+  type AppendRequest,
+  type AppendResponse,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type LogEntry,
+  type RaftMessage,
+  type RaftPersistentState,
+  type RaftSnapshot,
+  type SnapshotRequest,
+  type SnapshotResponse,
+  type VoteRequest,
+  type VoteResponse,
+} from './raft/types.js';
+
+export type { LogEntry, RaftMessage, RaftPersistentState, RaftSnapshot } from './raft/types.js';
+
+export type RaftRole = 'follower' | 'candidate' | 'leader';
+
+/** The key of the synthetic Version a membership change answers with. */
+export const configKey = '__config__';
+/** Leader-side append times kept for lag_ms; the oldest fall off first. */
+export const appendTimesMax = 4096;
+
+/**
+ * Observers for simulation checkers (state-machine safety, leader completeness). They see state,
+ * never change it, and are not part of the NodeCore contract: the live runtime passes none.
+ */
+export interface RaftHooks {
+  /** Called for every entry applied to the state machine, in index order. */
+  applied?(nodeId: NodeId, entry: LogEntry): void;
+  /** Called when a node becomes leader, after it appended its no-op entry. */
+  leaderElected?(nodeId: NodeId, term: number, core: RaftCore): void;
+}
+
+/** A read-only look inside, for tests and checkers. */
+export interface RaftInspection {
+  id: NodeId;
+  role: RaftRole;
+  preCandidate: boolean;
+  term: number;
+  votedFor: NodeId | null;
+  leaderId: NodeId | '';
+  commitIndex: number;
+  lastApplied: number;
+  voters: readonly NodeId[];
+  raftSnapshot: RaftSnapshot;
+  entries: readonly LogEntry[];
+  lastIndex: number;
+  lastTerm: number;
+  /** Leader only: per-peer replication progress. */
+  progress: Record<NodeId, { next: number; match: number }>;
+}
+
+/** Leader's view of one follower (Raft Figure 2 nextIndex/matchIndex, plus liveness bookkeeping). */
+interface Progress {
+  next: number;
+  match: number;
+  /** Last response in this term: CheckQuorum (dissertation §6.2). */
+  lastAckAt: number;
+  /** Highest ReadIndex round this follower confirmed (dissertation §6.4). */
+  ackedSeq: number;
+  /** When a raftSnapshot was last sent (-Infinity: none in flight). */
+  snapshotSentAt: number;
+}
+
+interface PendingProposal {
+  reqId: number;
+  index: number;
+  term: number;
+  deadline: number;
+  kind: 'write' | 'control';
+}
+
+interface PendingRead {
+  reqId: number;
+  key: string;
+  readIndex: number;
+  seq: number;
+  deadline: number;
+}
+
+type EntryBody =
+  | { type: 'put'; key: string; value: string }
+  | { type: 'delete'; key: string }
+  | { type: 'batch'; entries: Array<{ key: string; value: string }> }
+  | { type: 'config'; voters: NodeId[] }
+  | { type: 'noop' };
+
+export class RaftCore implements NodeCore {
+  readonly id: NodeId;
+  private readonly timings: CoreTimings;
+  private readonly rng: Rng;
+  private readonly hooks: RaftHooks;
+  private readonly clock = new HybridClock();
+  private readonly out: CoreOutput = emptyOutput();
+
+  // Persistent state (Figure 2).
+  private term = 0;
+  private votedFor: NodeId | null = null;
+  private readonly log: RaftLog;
+
+  // Volatile state.
+  private store: Record<string, Version>;
+  private commitIndex: number;
+  private lastApplied: number;
+  private role: RaftRole = 'follower';
+  /** A candidate still in its PreVote round: its term has not been incremented yet. */
+  private preCandidate = false;
+  private leaderId: NodeId | '' = '';
+  private voters: NodeId[] = [];
+  /** Index of the config entry (or snapshot) the current membership comes from. */
+  private configIndex = 0;
+  private electionDeadline = Infinity;
+  private lastLeaderContactAt = -Infinity;
+  private readonly votes = new Set<NodeId>();
+  /** The leader's last index as last heard (follower lag). */
+  private leaderLastIndex = 0;
+  /** Proposals awaiting commit+apply, by log index; insertion order is deadline order. */
+  private readonly pending = new Map<number, PendingProposal>();
+  private lastNow: number;
+
+  // Leader state.
+  private readonly progress = new Map<NodeId, Progress>();
+  private heartbeatDeadline = Infinity;
+  /** Index of the no-op this leader appended: nothing is served before it commits (§8). */
+  private termStartIndex = 0;
+  private leaderSince = 0;
+  private readSeq = 0;
+  private pendingReads: PendingRead[] = [];
+  private readonly appendedAt = new Map<number, number>();
+  /** New entries not yet sent to followers: sent together at drain() (etcd's Ready batching). */
+  private flushNeeded = false;
+  /** A ReadIndex round waits for a heartbeat to every follower. */
+  private readBroadcast = false;
+
+  constructor(opts: CoreOptions, hooks: RaftHooks = {}) {
+    this.id = opts.id;
+    this.timings = opts.timings;
+    this.rng = opts.rng;
+    this.hooks = hooks;
+    this.lastNow = opts.now;
+    const p: RaftPersistentState | undefined = isPersistentState(opts.persisted) ? opts.persisted : undefined;
+    const snap: RaftSnapshot = p?.raftSnapshot ?? {
+      lastIncludedIndex: 0,
+      lastIncludedTerm: 0,
+      voters: [...opts.peers],
+      store: {},
+    };
+    this.log = new RaftLog(snap, p ? [...p.log] : []);
+    this.term = p?.term ?? 0;
+    this.votedFor = p?.votedFor ?? null;
+    this.store = { ...snap.store };
+    this.commitIndex = snap.lastIncludedIndex;
+    this.lastApplied = snap.lastIncludedIndex;
+    const last = this.log.entryAt(this.log.lastIndex);
+    if (last) this.clock.observe(last.timestamp);
+    this.refreshConfig(opts.now);
+    this.resetElectionTimer(opts.now);
+  }
+
+  // ---------------------------------------------------------------- NodeCore inputs
+
+  onClient(req: ClientRequest, now: number): void {
+    this.lastNow = now;
+    const op: ClientOp = req.op;
+    switch (op.op) {
+      case 'write':
+        this.propose(req.id, 'write', { type: 'put', key: op.key, value: op.value }, now);
+        return;
+      case 'delete':
+        this.propose(req.id, 'write', { type: 'delete', key: op.key }, now);
+        return;
+      case 'batch':
+        if (op.entries.length === 0) {
+          this.reply({ id: req.id, ok: false, code: 'bad_request', status: 400, error: 'a batch needs at least one entry' });
+          return;
+        }
+        this.propose(req.id, 'write', { type: 'batch', entries: op.entries.map((e) => ({ key: e.key, value: e.value })) }, now);
+        return;
+      case 'read':
+        this.startRead(req.id, op.key, now);
+        return;
+      default:
+        unreachable(op);
+    }
+  }
+
+  onMessage(from: NodeId, msg: unknown, now: number): void {
+    this.lastNow = now;
+    if (from === this.id || !isRaftMessage(msg)) return;
+    const m: RaftMessage = msg;
+    switch (m.kind) {
+      case 'vote_req':
+        this.onVoteRequest(from, m, now);
+        return;
+      case 'vote_resp':
+        this.onVoteResponse(from, m, now);
+        return;
+      case 'append':
+        this.onAppend(from, m, now);
+        return;
+      case 'append_resp':
+        this.onAppendResponse(from, m, now);
+        return;
+      case 'heartbeat':
+        this.onHeartbeat(from, m, now);
+        return;
+      case 'heartbeat_resp':
+        this.onHeartbeatResponse(from, m, now);
+        return;
+      case 'snapshot':
+        this.onSnapshot(from, m, now);
+        return;
+      case 'snapshot_resp':
+        this.onSnapshotResponse(from, m, now);
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  onTick(now: number): void {
+    this.lastNow = now;
+    if (this.role === 'leader') {
+      if (now >= this.heartbeatDeadline) {
+        // CheckQuorum (dissertation §6.2): a leader that has not heard from a majority within an
+        // election timeout steps down, so a partitioned or paused leader stops claiming leadership.
+        if (!this.quorumActive(now)) {
+          this.becomeFollower(this.term, '', now);
+        } else {
+          for (const peer of this.progress.keys()) this.sendAppend(peer, now);
+          this.heartbeatDeadline = now + this.timings.heartbeatMs;
+        }
+      }
+    } else if (now >= this.electionDeadline) {
+      this.campaign(now);
+    }
+    this.expire(now);
+  }
+
+  nextDeadline(): number {
+    let d = this.role === 'leader' ? this.heartbeatDeadline : this.electionDeadline;
+    for (const p of this.pending.values()) {
+      if (p.deadline < d) d = p.deadline;
+      break; // insertion order is deadline order
+    }
+    const r = this.pendingReads[0];
+    if (r && r.deadline < d) d = r.deadline;
+    return d;
+  }
+
+  drain(out: CoreOutput): void {
+    this.flush(this.lastNow);
+    if (this.out.messages.length) {
+      for (const m of this.out.messages) out.messages.push(m);
+      this.out.messages.length = 0;
+    }
+    if (this.out.replies.length) {
+      for (const r of this.out.replies) out.replies.push(r);
+      this.out.replies.length = 0;
+    }
+    if (this.out.events.length) {
+      for (const e of this.out.events) out.events.push(e);
+      this.out.events.length = 0;
+    }
+  }
+
+  control(cmd: ControlCommand, now: number): ControlResult {
+    this.lastNow = now;
+    switch (cmd.kind) {
+      case 'clock_skew':
+        this.clock.skewMs = cmd.ms;
+        return { ok: true, data: { skew_ms: cmd.ms } };
+      case 'add_server':
+      case 'remove_server':
+        return this.changeMembership(cmd, now);
+      case 'replication_mode':
+        return { ok: false, status: 400, error: 'replication_mode applies to single_leader clusters only' };
+      case 'peers':
+        return {
+          ok: false,
+          status: 400,
+          error: 'raft changes membership through its log: use add_server / remove_server',
+        };
+      case 'set_leader':
+        return { ok: false, status: 400, error: 'raft elects its own leader; set_leader is for single_leader clusters' };
+      case 'custom':
+        return { ok: false, status: 400, error: `unknown raft command: ${cmd.name}` };
+      default:
+        return unreachable(cmd);
+    }
+  }
+
+  status(now: number): CoreStatus {
+    const s: CoreStatus = {
+      role: this.role,
+      term: this.term,
+      commit_index: this.commitIndex,
+      last_applied: this.lastApplied,
+      leader_id: this.leaderId,
+      lag: this.role === 'leader' ? 0 : Math.max(0, this.leaderLastIndex - this.lastApplied),
+      extra: {
+        pre_candidate: this.preCandidate,
+        voted_for: this.votedFor ?? '',
+        voters: [...this.voters],
+        last_log_index: this.log.lastIndex,
+        raft_snapshot_index: this.log.snapshotIndex,
+        log_entries: this.log.length,
+      },
+    };
+    if (this.role === 'leader') {
+      const followers: NonNullable<CoreStatus['followers']> = {};
+      const last = this.log.lastIndex;
+      for (const [peer, pr] of this.progress) {
+        const behind = pr.match < last;
+        followers[peer] = {
+          match_index: pr.match,
+          lag_entries: last - pr.match,
+          lag_ms: behind ? Math.max(0, now - this.appendTime(pr.match + 1)) : 0,
+        };
+      }
+      s.followers = followers;
+    }
+    return s;
+  }
+
+  logView(): unknown[] {
+    const snap = this.log.raftSnapshot;
+    return [
+      {
+        type: 'raft_snapshot',
+        last_included_index: snap.lastIncludedIndex,
+        last_included_term: snap.lastIncludedTerm,
+        voters: [...snap.voters],
+      },
+      ...this.log.all(),
+    ];
+  }
+
+  storeView(): Record<string, Version> {
+    return { ...this.store };
+  }
+
+  persistentState(): RaftPersistentState {
+    return { term: this.term, votedFor: this.votedFor, log: [...this.log.all()], raftSnapshot: this.log.raftSnapshot };
+  }
+
+  inspect(): RaftInspection {
+    const progress: RaftInspection['progress'] = {};
+    for (const [peer, pr] of this.progress) progress[peer] = { next: pr.next, match: pr.match };
+    return {
+      id: this.id,
+      role: this.role,
+      preCandidate: this.preCandidate,
+      term: this.term,
+      votedFor: this.votedFor,
+      leaderId: this.leaderId,
+      commitIndex: this.commitIndex,
+      lastApplied: this.lastApplied,
+      voters: this.voters,
+      raftSnapshot: this.log.raftSnapshot,
+      entries: this.log.all(),
+      lastIndex: this.log.lastIndex,
+      lastTerm: this.log.lastTerm,
+      progress,
+    };
+  }
+
+  // ---------------------------------------------------------------- role changes (one place, as in etcd raft)
+
+  private becomeFollower(term: number, leader: NodeId | '', now: number): void {
+    invariant(term >= this.term, () => `term must never decrease (${this.term} -> ${term})`);
+    if (term > this.term) {
+      this.term = term;
+      this.votedFor = null;
+    }
+    const wasLeader = this.role === 'leader';
+    this.role = 'follower';
+    this.preCandidate = false;
+    this.leaderId = leader;
+    if (wasLeader) {
+      this.progress.clear();
+      this.heartbeatDeadline = Infinity;
+      this.appendedAt.clear();
+      this.flushNeeded = false;
+      this.readBroadcast = false;
+      // ReadIndex reads have no effect: fail them at once; proposals wait for commit or timeout.
+      for (const r of this.pendingReads) this.reply(this.notLeaderReply(r.reqId));
+      this.pendingReads = [];
+    }
+    this.resetElectionTimer(now);
+  }
+
+  /** PreVote round (dissertation §9.6): ask without disturbing anyone's term. */
+  private becomePreCandidate(now: number): void {
+    invariant(this.role !== 'leader', 'a leader does not campaign');
+    this.role = 'candidate';
+    this.preCandidate = true;
+    this.leaderId = '';
+    this.votes.clear();
+    this.votes.add(this.id);
+    this.resetElectionTimer(now);
+    const req: VoteRequest = {
+      kind: 'vote_req',
+      term: this.term + 1,
+      preVote: true,
+      lastLogIndex: this.log.lastIndex,
+      lastLogTerm: this.log.lastTerm,
+    };
+    for (const v of this.voters) if (v !== this.id) this.send(v, req);
+    if (this.hasQuorum(this.votes)) this.becomeCandidate(now);
+  }
+
+  /** §5.2: increment the term, vote for self, request votes. */
+  private becomeCandidate(now: number): void {
+    this.term += 1;
+    this.votedFor = this.id;
+    this.role = 'candidate';
+    this.preCandidate = false;
+    this.leaderId = '';
+    this.votes.clear();
+    this.votes.add(this.id);
+    this.resetElectionTimer(now);
+    const req: VoteRequest = {
+      kind: 'vote_req',
+      term: this.term,
+      preVote: false,
+      lastLogIndex: this.log.lastIndex,
+      lastLogTerm: this.log.lastTerm,
+    };
+    for (const v of this.voters) if (v !== this.id) this.send(v, req);
+    if (this.hasQuorum(this.votes)) this.becomeLeader(now);
+  }
+
+  private becomeLeader(now: number): void {
+    invariant(this.role === 'candidate' && !this.preCandidate, 'only a candidate becomes leader');
+    this.role = 'leader';
+    this.leaderId = this.id;
+    this.leaderSince = now;
+    this.electionDeadline = Infinity;
+    this.progress.clear();
+    this.appendedAt.clear();
+    for (const v of this.voters) if (v !== this.id) this.progress.set(v, this.newProgress(now));
+    // §8: a no-op entry of the new term lets the leader commit earlier terms' entries (§5.4.2)
+    // and gives ReadIndex a point after which every committed write is known.
+    const noop = this.appendEntry({ type: 'noop' }, now);
+    this.termStartIndex = noop.index;
+    this.heartbeatDeadline = now + this.timings.heartbeatMs;
+    this.emit({ type: 'leader_elected', node_id: this.id, data: { term: this.term } });
+    this.hooks.leaderElected?.(this.id, this.term, this);
+    for (const peer of this.progress.keys()) this.sendAppend(peer, now);
+    this.maybeCommit(now);
+  }
+
+  private campaign(now: number): void {
+    // A node outside the configuration (removed, or added but not yet caught up) never campaigns.
+    if (!this.voters.includes(this.id)) {
+      this.resetElectionTimer(now);
+      return;
+    }
+    this.becomePreCandidate(now);
+  }
+
+  // ---------------------------------------------------------------- elections
+
+  /**
+   * Dissertation §4.2.3 / §9.6: a server that heard from a current leader within the minimum
+   * election timeout ignores vote requests, so a rejoining or removed server cannot disrupt a
+   * healthy cluster. A leader (kept honest by CheckQuorum) is always in its lease.
+   */
+  private inLease(now: number): boolean {
+    if (this.role === 'leader') return true;
+    return (
+      this.role === 'follower' &&
+      this.leaderId !== '' &&
+      now - this.lastLeaderContactAt < this.timings.electionTimeoutMsMin
+    );
+  }
+
+  /** §5.4.1: the candidate's log is at least as up-to-date as ours. */
+  private logUpToDate(lastLogIndex: number, lastLogTerm: number): boolean {
+    const myTerm = this.log.lastTerm;
+    return lastLogTerm > myTerm || (lastLogTerm === myTerm && lastLogIndex >= this.log.lastIndex);
+  }
+
+  private onVoteRequest(from: NodeId, m: VoteRequest, now: number): void {
+    if (this.inLease(now) && m.term > this.term) return;
+    if (m.preVote) {
+      // A pre-vote changes nothing here: granted when the proposed term is ahead of ours and the
+      // candidate's log is up to date (§9.6).
+      const granted = m.term > this.term && this.logUpToDate(m.lastLogIndex, m.lastLogTerm);
+      const resp: VoteResponse = { kind: 'vote_resp', term: granted ? m.term : this.term, preVote: true, granted };
+      this.send(from, resp);
+      return;
+    }
+    if (m.term > this.term) this.becomeFollower(m.term, '', now);
+    let granted = false;
+    if (m.term === this.term) {
+      const canVote = this.votedFor === null || this.votedFor === from;
+      granted = canVote && this.logUpToDate(m.lastLogIndex, m.lastLogTerm);
+      if (granted) {
+        this.votedFor = from;
+        this.resetElectionTimer(now);
+      }
+    }
+    const resp: VoteResponse = { kind: 'vote_resp', term: this.term, preVote: false, granted };
+    this.send(from, resp);
+  }
+
+  private onVoteResponse(from: NodeId, m: VoteResponse, now: number): void {
+    if (m.preVote) {
+      if (this.role !== 'candidate' || !this.preCandidate) return;
+      if (m.granted) {
+        if (m.term !== this.term + 1) return; // an answer to an earlier round
+        this.votes.add(from);
+        if (this.hasQuorum(this.votes)) this.becomeCandidate(now);
+      } else if (m.term > this.term) {
+        this.becomeFollower(m.term, '', now);
+      }
+      return;
+    }
+    if (m.term > this.term) {
+      this.becomeFollower(m.term, '', now);
+      return;
+    }
+    if (this.role !== 'candidate' || this.preCandidate || m.term !== this.term || !m.granted) return;
+    this.votes.add(from);
+    if (this.hasQuorum(this.votes)) this.becomeLeader(now);
+  }
+
+  // ---------------------------------------------------------------- replication, follower side
+
+  /** A message from the leader of term `term` (≥ ours): follow it and restart the election timer. */
+  private followLeader(from: NodeId, term: number, leaderLastIndex: number, now: number): void {
+    invariant(
+      !(this.role === 'leader' && term === this.term),
+      () => `election safety: ${from} and ${this.id} both lead term ${term}`,
+    );
+    invariant(
+      !(term === this.term && this.role === 'follower' && this.leaderId !== '' && this.leaderId !== from),
+      () => `election safety: ${from} and ${this.leaderId} both lead term ${term}`,
+    );
+    if (term > this.term || this.role !== 'follower') this.becomeFollower(term, from, now);
+    else this.resetElectionTimer(now);
+    this.leaderId = from;
+    this.lastLeaderContactAt = now;
+    this.leaderLastIndex = leaderLastIndex;
+  }
+
+  private onAppend(from: NodeId, m: AppendRequest, now: number): void {
+    if (m.term < this.term) {
+      // A stale leader learns the newer term from the answer and steps down.
+      this.send(from, this.appendReject(m, 0, 0));
+      return;
+    }
+    this.followLeader(from, m.term, m.leaderLastIndex, now);
+    let prevIndex = m.prevLogIndex;
+    let prevTerm = m.prevLogTerm;
+    let entries = m.entries;
+    const snapIndex = this.log.snapshotIndex;
+    if (prevIndex < snapIndex) {
+      // Entries up to our raftSnapshot are committed, hence equal to the leader's (§5.4.3): skip them.
+      const skip = Math.min(entries.length, snapIndex - prevIndex);
+      const lastSkipped = entries[skip - 1];
+      if (skip === entries.length) {
+        this.send(from, this.appendAccept(m, m.prevLogIndex + m.entries.length));
+        return;
+      }
+      invariant(lastSkipped && lastSkipped.index === snapIndex, 'entries are contiguous');
+      invariant(lastSkipped.term === this.log.snapshotTerm, 'committed entry differs from the raftSnapshot');
+      entries = entries.slice(skip);
+      prevIndex = snapIndex;
+      prevTerm = this.log.snapshotTerm;
+    }
+    // §5.3 consistency check, with the fast back-off hints.
+    if (prevIndex > this.log.lastIndex) {
+      this.send(from, this.appendReject(m, 0, this.log.lastIndex + 1));
+      return;
+    }
+    const localPrevTerm = this.log.termAt(prevIndex);
+    invariant(localPrevTerm !== undefined, 'prevIndex lies within the retained log');
+    if (localPrevTerm !== prevTerm) {
+      this.send(from, this.appendReject(m, localPrevTerm, this.log.firstIndexOfTerm(localPrevTerm, prevIndex)));
+      return;
+    }
+    let configTouched = false;
+    for (const e of entries) {
+      const existing = this.log.termAt(e.index);
+      if (existing === e.term) continue; // already have it (a duplicate or a stale resend)
+      if (existing !== undefined) {
+        // §5.3: a conflicting entry and all that follow it are deleted. Never a committed one.
+        invariant(e.index > this.commitIndex, () => `would truncate committed index ${e.index} (commit ${this.commitIndex})`);
+        const dropped = this.log.truncateFrom(e.index);
+        this.failReplaced(dropped);
+        configTouched ||= dropped.some((d) => d.type === 'config');
+      }
+      this.log.append(e);
+      this.clock.observe(e.timestamp);
+      configTouched ||= e.type === 'config';
+    }
+    if (configTouched) this.refreshConfig(now);
+    const matchIndex = prevIndex + entries.length;
+    // §5.3 rule 5: commit up to min(leaderCommit, index of the last entry this request verified).
+    const newCommit = Math.min(m.leaderCommit, matchIndex);
+    if (newCommit > this.commitIndex) {
+      this.commitIndex = newCommit;
+      this.apply(now);
+    }
+    this.send(from, this.appendAccept(m, matchIndex));
+  }
+
+  private appendAccept(m: AppendRequest, matchIndex: number): AppendResponse {
+    return {
+      kind: 'append_resp',
+      term: this.term,
+      success: true,
+      matchIndex,
+      rejectIndex: 0,
+      conflictTerm: 0,
+      conflictIndex: 0,
+      seq: m.seq,
+    };
+  }
+
+  private appendReject(m: AppendRequest, conflictTerm: number, conflictIndex: number): AppendResponse {
+    return {
+      kind: 'append_resp',
+      term: this.term,
+      success: false,
+      matchIndex: 0,
+      rejectIndex: m.prevLogIndex,
+      conflictTerm,
+      conflictIndex,
+      seq: m.seq,
+    };
+  }
+
+  private onHeartbeat(from: NodeId, m: HeartbeatRequest, now: number): void {
+    if (m.term < this.term) {
+      this.send(from, { kind: 'heartbeat_resp', term: this.term, seq: m.seq } satisfies HeartbeatResponse);
+      return;
+    }
+    this.followLeader(from, m.term, m.leaderLastIndex, now);
+    const newCommit = Math.min(m.leaderCommit, this.log.lastIndex);
+    if (newCommit > this.commitIndex) {
+      this.commitIndex = newCommit;
+      this.apply(now);
+    }
+    this.send(from, { kind: 'heartbeat_resp', term: this.term, seq: m.seq } satisfies HeartbeatResponse);
+  }
+
+  /** InstallSnapshot receiver (§7). */
+  private onSnapshot(from: NodeId, m: SnapshotRequest, now: number): void {
+    if (m.term < this.term) {
+      this.send(from, { kind: 'snapshot_resp', term: this.term, matchIndex: 0, seq: m.seq } satisfies SnapshotResponse);
+      return;
+    }
+    this.followLeader(from, m.term, m.leaderLastIndex, now);
+    const snap = m.raftSnapshot;
+    if (snap.lastIncludedIndex > this.commitIndex) {
+      const dropped = this.log.install(snap);
+      this.failReplaced(dropped);
+      this.store = { ...snap.store };
+      this.commitIndex = snap.lastIncludedIndex;
+      this.lastApplied = snap.lastIncludedIndex;
+      for (const v of Object.values(snap.store)) this.clock.observe(v.timestamp);
+      // Proposals the raftSnapshot swallowed: their fate is in the store, not in a log we can read.
+      for (const [i, p] of this.pending) {
+        if (i > snap.lastIncludedIndex) continue;
+        this.pending.delete(i);
+        this.reply(this.indeterminateReply(p.reqId, 'this node was caught up by a raftSnapshot'));
+      }
+      this.refreshConfig(now);
+      this.emit({ type: 'entry_replicated', node_id: this.id, data: { index: this.lastApplied, raft_snapshot: true } });
+    }
+    this.send(from, {
+      kind: 'snapshot_resp',
+      term: this.term,
+      matchIndex: snap.lastIncludedIndex,
+      seq: m.seq,
+    } satisfies SnapshotResponse);
+  }
+
+  // ---------------------------------------------------------------- replication, leader side
+
+  private newProgress(now: number): Progress {
+    return { next: this.log.lastIndex + 1, match: 0, lastAckAt: now, ackedSeq: 0, snapshotSentAt: -Infinity };
+  }
+
+  /**
+   * Sends `peer` what it is missing from nextIndex on (at most maxEntriesPerMessage entries), or a
+   * raftSnapshot when nextIndex has been compacted away. nextIndex advances optimistically past
+   * what was sent; a rejection moves it back (§5.3).
+   */
+  private sendAppend(peer: NodeId, now: number): void {
+    const pr = this.progress.get(peer);
+    if (!pr) return;
+    if (pr.next <= this.log.snapshotIndex) {
+      if (now - pr.snapshotSentAt >= this.timings.retransmitMs) {
+        pr.snapshotSentAt = now;
+        this.send(peer, {
+          kind: 'snapshot',
+          term: this.term,
+          raftSnapshot: this.log.raftSnapshot,
+          leaderLastIndex: this.log.lastIndex,
+          seq: this.readSeq,
+        } satisfies SnapshotRequest);
+      } else {
+        this.send(peer, {
+          kind: 'heartbeat',
+          term: this.term,
+          leaderCommit: Math.min(this.commitIndex, pr.match),
+          leaderLastIndex: this.log.lastIndex,
+          seq: this.readSeq,
+        } satisfies HeartbeatRequest);
+      }
+      return;
+    }
+    const prevLogIndex = pr.next - 1;
+    const prevLogTerm = this.log.termAt(prevLogIndex);
+    invariant(prevLogTerm !== undefined, () => `no term at ${prevLogIndex} (snapshot ${this.log.snapshotIndex})`);
+    const last = Math.min(this.log.lastIndex, pr.next + this.timings.maxEntriesPerMessage - 1);
+    const entries = last >= pr.next ? this.log.slice(pr.next, last) : [];
+    this.send(peer, {
+      kind: 'append',
+      term: this.term,
+      prevLogIndex,
+      prevLogTerm,
+      entries,
+      leaderCommit: this.commitIndex,
+      leaderLastIndex: this.log.lastIndex,
+      seq: this.readSeq,
+    } satisfies AppendRequest);
+    if (entries.length > 0) pr.next = last + 1;
+  }
+
+  /** Sends new entries (and ReadIndex heartbeats) gathered since the last drain. */
+  private flush(now: number): void {
+    if (this.role !== 'leader' || (!this.flushNeeded && !this.readBroadcast)) return;
+    for (const [peer, pr] of this.progress) {
+      const unsent = pr.next > this.log.snapshotIndex && pr.next <= this.log.lastIndex;
+      if (this.readBroadcast || unsent) this.sendAppend(peer, now);
+    }
+    this.flushNeeded = false;
+    this.readBroadcast = false;
+  }
+
+  private leaderResponse(from: NodeId, term: number, seq: number, now: number): Progress | undefined {
+    if (term > this.term) {
+      this.becomeFollower(term, '', now);
+      return undefined;
+    }
+    if (this.role !== 'leader' || term !== this.term) return undefined;
+    const pr = this.progress.get(from);
+    if (!pr) return undefined;
+    pr.lastAckAt = now;
+    if (seq > pr.ackedSeq) pr.ackedSeq = seq;
+    return pr;
+  }
+
+  private onAppendResponse(from: NodeId, m: AppendResponse, now: number): void {
+    const pr = this.leaderResponse(from, m.term, m.seq, now);
+    if (!pr) return;
+    if (m.success) {
+      if (m.matchIndex > pr.match) pr.match = m.matchIndex;
+      if (pr.next <= pr.match) pr.next = pr.match + 1;
+      this.maybeCommit(now);
+    } else if (m.rejectIndex > pr.match) {
+      // Fast back-off (§5.3): skip the follower's whole conflicting term in one step.
+      let next = m.conflictIndex;
+      if (m.conflictTerm > 0) {
+        const li = this.log.lastIndexOfTerm(m.conflictTerm);
+        if (li > 0) next = li + 1;
+      }
+      pr.next = Math.max(pr.match + 1, Math.min(next, m.rejectIndex));
+      this.sendAppend(from, now);
+    }
+    if (this.role === 'leader') {
+      if (pr.next > this.log.snapshotIndex && pr.next <= this.log.lastIndex) this.sendAppend(from, now);
+      this.resolveReads();
+    }
+  }
+
+  private onHeartbeatResponse(from: NodeId, m: HeartbeatResponse, now: number): void {
+    const pr = this.leaderResponse(from, m.term, m.seq, now);
+    if (!pr) return;
+    this.resolveReads();
+  }
+
+  private onSnapshotResponse(from: NodeId, m: SnapshotResponse, now: number): void {
+    const pr = this.leaderResponse(from, m.term, m.seq, now);
+    if (!pr) return;
+    pr.snapshotSentAt = -Infinity;
+    if (m.matchIndex > pr.match) pr.match = m.matchIndex;
+    if (pr.next <= pr.match) pr.next = pr.match + 1;
+    this.maybeCommit(now);
+    if (this.role !== 'leader') return;
+    if (pr.next <= this.log.lastIndex) this.sendAppend(from, now);
+    this.resolveReads();
+  }
+
+  /**
+   * §5.3/§5.4.2: the highest index stored on a majority of the voters becomes committed, but only
+   * if it belongs to the current term; earlier terms' entries commit indirectly. A leader outside
+   * the configuration does not count itself (dissertation §4.2.2).
+   */
+  private maybeCommit(now: number): void {
+    if (this.role !== 'leader') return;
+    const matches: number[] = [];
+    for (const v of this.voters) {
+      matches.push(v === this.id ? this.log.lastIndex : (this.progress.get(v)?.match ?? 0));
+    }
+    matches.sort((a, b) => b - a);
+    const n = matches[this.quorumSize() - 1] ?? 0;
+    if (n > this.commitIndex && this.log.termAt(n) === this.term) {
+      this.commitIndex = n;
+      this.pruneAppendTimes();
+      this.apply(now);
+    }
+  }
+
+  private quorumActive(now: number): boolean {
+    let active = 0;
+    for (const v of this.voters) {
+      if (v === this.id) active++;
+      else {
+        const pr = this.progress.get(v);
+        if (pr && now - pr.lastAckAt <= this.timings.electionTimeoutMsMax) active++;
+      }
+    }
+    return active >= this.quorumSize();
+  }
+
+  // ---------------------------------------------------------------- client requests
+
+  private propose(reqId: number, kind: PendingProposal['kind'], body: EntryBody, now: number): void {
+    if (this.role !== 'leader') {
+      this.reply(this.notLeaderReply(reqId));
+      return;
+    }
+    const entry = this.appendEntry(body, now);
+    invariant(!this.pending.has(entry.index), 'one proposal per index');
+    this.pending.set(entry.index, {
+      reqId,
+      index: entry.index,
+      term: entry.term,
+      deadline: now + this.timings.requestTimeoutMs,
+      kind,
+    });
+    this.maybeCommit(now);
+  }
+
+  private appendEntry(body: EntryBody, now: number): LogEntry {
+    const entry = {
+      index: this.log.lastIndex + 1,
+      term: this.term,
+      node_id: this.id,
+      timestamp: this.clock.tick(now),
+      ...body,
+    } as LogEntry;
+    this.log.append(entry);
+    this.appendedAt.set(entry.index, now);
+    if (this.appendedAt.size > appendTimesMax) {
+      const oldest = this.appendedAt.keys().next();
+      if (!oldest.done) this.appendedAt.delete(oldest.value);
+    }
+    this.flushNeeded = true;
+    return entry;
+  }
+
+  /**
+   * ReadIndex (dissertation §6.4): note the commit index (at least this term's no-op), confirm
+   * leadership with a heartbeat round acknowledged by a majority, then answer once applied.
+   */
+  private startRead(reqId: number, key: string, now: number): void {
+    if (this.role !== 'leader') {
+      this.reply(this.notLeaderReply(reqId));
+      return;
+    }
+    this.readSeq += 1;
+    this.pendingReads.push({
+      reqId,
+      key,
+      readIndex: Math.max(this.commitIndex, this.termStartIndex),
+      seq: this.readSeq,
+      deadline: now + this.timings.requestTimeoutMs,
+    });
+    this.readBroadcast = true;
+    this.resolveReads();
+  }
+
+  private resolveReads(): void {
+    if (this.role !== 'leader' || this.pendingReads.length === 0) return;
+    const acks: number[] = [];
+    for (const v of this.voters) acks.push(v === this.id ? this.readSeq : (this.progress.get(v)?.ackedSeq ?? 0));
+    acks.sort((a, b) => b - a);
+    const confirmed = acks[this.quorumSize() - 1] ?? 0;
+    let k = 0;
+    for (; k < this.pendingReads.length; k++) {
+      const r = this.pendingReads[k] as PendingRead;
+      if (r.seq > confirmed || r.readIndex > this.lastApplied) break;
+      const v = this.store[r.key];
+      if (!v || v.tombstone) {
+        this.reply({ id: r.reqId, ok: false, code: 'not_found', status: 404, error: `key not found: ${r.key}` });
+      } else {
+        this.reply({ id: r.reqId, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
+      }
+    }
+    if (k > 0) this.pendingReads.splice(0, k);
+  }
+
+  /** Single-server membership change (dissertation §4.1), one at a time, through the log. */
+  private changeMembership(
+    cmd: Extract<ControlCommand, { kind: 'add_server' | 'remove_server' }>,
+    now: number,
+  ): ControlResult {
+    if (this.role !== 'leader') return { ok: false, status: 409, error: this.notLeaderError() };
+    if (this.configIndex > this.commitIndex) {
+      return {
+        ok: false,
+        status: 409,
+        error: `a membership change is in progress (config entry ${this.configIndex} not yet committed)`,
+      };
+    }
+    // Ongaro's 2015 correction: a new leader commits an entry of its own term before changing membership.
+    if (this.commitIndex < this.termStartIndex) {
+      return { ok: false, status: 409, error: 'the leader has not committed an entry of its term yet; retry shortly' };
+    }
+    let voters: NodeId[];
+    if (cmd.kind === 'add_server') {
+      if (this.voters.includes(cmd.node_id)) return { ok: false, status: 409, error: `${cmd.node_id} is already a member` };
+      voters = [...this.voters, cmd.node_id];
+    } else {
+      if (!this.voters.includes(cmd.node_id)) return { ok: false, status: 404, error: `${cmd.node_id} is not a member` };
+      if (this.voters.length === 1) return { ok: false, status: 409, error: 'cannot remove the last member' };
+      voters = this.voters.filter((v) => v !== cmd.node_id);
+    }
+    const entry = this.appendEntry({ type: 'config', voters }, now);
+    this.pending.set(entry.index, {
+      reqId: cmd.reqId,
+      index: entry.index,
+      term: entry.term,
+      deadline: now + this.timings.requestTimeoutMs,
+      kind: 'control',
+    });
+    // The new configuration takes effect as soon as it is appended (§4.1).
+    this.refreshConfig(now);
+    this.maybeCommit(now);
+    return { ok: true, data: { index: entry.index, term: entry.term, voters } };
+  }
+
+  // ---------------------------------------------------------------- state machine
+
+  private apply(now: number): void {
+    invariant(this.commitIndex <= this.log.lastIndex, 'commit index never passes the last index');
+    if (this.lastApplied >= this.commitIndex) return;
+    while (this.lastApplied < this.commitIndex) {
+      const i = this.lastApplied + 1;
+      const entry = this.log.entryAt(i);
+      invariant(entry, () => `committed entry ${i} missing (snapshot ${this.log.snapshotIndex})`);
+      const result = this.applyEntry(entry);
+      this.lastApplied = i;
+      this.hooks.applied?.(this.id, entry);
+      const p = this.pending.get(i);
+      if (p) {
+        this.pending.delete(i);
+        if (p.term === entry.term && result) this.reply({ id: p.reqId, ok: true, result });
+        else this.reply(this.replacedReply(p.reqId));
+      }
+    }
+    this.emit({ type: 'entry_replicated', node_id: this.id, data: { index: this.lastApplied } });
+    if (this.role === 'leader') {
+      this.resolveReads();
+      // A leader removed from the configuration steps down once the removal is committed (§4.2.2).
+      if (!this.voters.includes(this.id) && this.commitIndex >= this.configIndex) this.becomeFollower(this.term, '', now);
+    }
+    this.maybeCompact();
+  }
+
+  private applyEntry(e: LogEntry): ClientResult | undefined {
+    switch (e.type) {
+      case 'put': {
+        const v = this.version(e, e.key, e.value, false);
+        this.store[e.key] = v;
+        return { kind: 'entry', entry: v, node_id: this.id };
+      }
+      case 'delete': {
+        // A delete keeps a tombstone Version, so the delete itself is ordered and visible.
+        const v = this.version(e, e.key, '', true);
+        this.store[e.key] = v;
+        return { kind: 'entry', entry: v, node_id: this.id };
+      }
+      case 'batch': {
+        // One entry, applied all-or-nothing.
+        const versions = e.entries.map((b) => this.version(e, b.key, b.value, false));
+        for (const v of versions) this.store[v.key] = v;
+        return { kind: 'batch', entries: versions };
+      }
+      case 'config':
+        // Already in effect since it was appended; the reply is a synthetic Version.
+        return { kind: 'entry', entry: this.version(e, configKey, e.voters.join(','), false), node_id: this.id };
+      case 'noop':
+        return undefined;
+      default:
+        return unreachable(e);
+    }
+  }
+
+  private version(e: LogEntry, key: string, value: string, tombstone: boolean): Version {
+    return { key, value, tombstone, timestamp: e.timestamp, node_id: e.node_id, version: e.index, vclock: {} };
+  }
+
+  /** Log compaction (§7) every snapshotEveryEntries applied entries. */
+  private maybeCompact(): void {
+    const every = this.timings.snapshotEveryEntries;
+    if (every <= 0 || this.lastApplied - this.log.snapshotIndex < every) return;
+    const term = this.log.termAt(this.lastApplied);
+    invariant(term !== undefined, 'applied entries are in the log');
+    this.log.compact({
+      lastIncludedIndex: this.lastApplied,
+      lastIncludedTerm: term,
+      voters: [...this.log.configAt(this.lastApplied).voters],
+      store: { ...this.store },
+    });
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private refreshConfig(now: number): void {
+    const c = this.log.latestConfig();
+    this.voters = [...c.voters];
+    this.configIndex = c.index;
+    if (this.role !== 'leader') return;
+    for (const v of this.voters) if (v !== this.id && !this.progress.has(v)) this.progress.set(v, this.newProgress(now));
+    for (const peer of [...this.progress.keys()]) if (!this.voters.includes(peer)) this.progress.delete(peer);
+  }
+
+  private hasQuorum(votes: ReadonlySet<NodeId>): boolean {
+    let n = 0;
+    for (const v of this.voters) if (votes.has(v)) n++;
+    return n >= this.quorumSize();
+  }
+
+  private quorumSize(): number {
+    return Math.floor(this.voters.length / 2) + 1;
+  }
+
+  private resetElectionTimer(now: number): void {
+    this.electionDeadline = now + this.rng.range(this.timings.electionTimeoutMsMin, this.timings.electionTimeoutMsMax);
+  }
+
+  /** When `index` was appended by this leader (lag_ms); the oldest known time when pruned. */
+  private appendTime(index: number): number {
+    const t = this.appendedAt.get(index);
+    if (t !== undefined) return t;
+    for (const first of this.appendedAt.values()) return first;
+    return this.leaderSince;
+  }
+
+  private pruneAppendTimes(): void {
+    let min = this.commitIndex;
+    for (const pr of this.progress.values()) if (pr.match < min) min = pr.match;
+    for (const i of this.appendedAt.keys()) {
+      if (i > min) break;
+      this.appendedAt.delete(i);
+    }
+  }
+
+  /** Timeouts: proposals become indeterminate (they may still commit), reads simply fail. */
+  private expire(now: number): void {
+    for (const [i, p] of this.pending) {
+      if (p.deadline > now) break;
+      this.pending.delete(i);
+      this.reply(this.indeterminateReply(p.reqId, `not committed within ${this.timings.requestTimeoutMs} ms`));
+    }
+    let k = 0;
+    while (k < this.pendingReads.length && (this.pendingReads[k] as PendingRead).deadline <= now) {
+      const r = this.pendingReads[k] as PendingRead;
+      this.reply({
+        id: r.reqId,
+        ok: false,
+        code: 'timeout',
+        status: 409,
+        error: `read not confirmed by a majority within ${this.timings.requestTimeoutMs} ms`,
+      });
+      k++;
+    }
+    if (k > 0) this.pendingReads.splice(0, k);
+  }
+
+  /** Our entries were truncated by a newer leader: those proposals definitely did not take effect. */
+  private failReplaced(dropped: LogEntry[]): void {
+    for (const e of dropped) {
+      const p = this.pending.get(e.index);
+      if (!p || p.term !== e.term) continue;
+      this.pending.delete(e.index);
+      this.reply(this.replacedReply(p.reqId));
+    }
+  }
+
+  private notLeaderError(): string {
+    return this.leaderId !== '' && this.leaderId !== this.id ? `not leader; leader is ${this.leaderId}` : 'no leader elected yet';
+  }
+
+  private notLeaderReply(id: number): ClientReply {
+    if (this.leaderId !== '' && this.leaderId !== this.id) {
+      return {
+        id,
+        ok: false,
+        code: 'not_leader',
+        status: 409,
+        error: `not leader; leader is ${this.leaderId}`,
+        leader_id: this.leaderId,
+      };
+    }
+    return { id, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' };
+  }
+
+  private replacedReply(id: number): ClientReply {
+    const base = { id, ok: false as const, status: 409 as const };
+    const error = 'leadership changed before the entry committed; it was discarded, retry';
+    if (this.leaderId !== '' && this.leaderId !== this.id) {
+      return { ...base, code: 'not_leader', error: `${error} (leader is ${this.leaderId})`, leader_id: this.leaderId };
+    }
+    return { ...base, code: 'no_leader', error };
+  }
+
+  private indeterminateReply(id: number, why: string): ClientReply {
+    return {
+      id,
+      ok: false,
+      code: 'timeout',
+      status: 409,
+      error: `${why}; the write may still be applied`,
+      indeterminate: true,
+    };
+  }
+
+  private send(to: NodeId, msg: RaftMessage): void {
+    this.out.messages.push({ to, msg });
+  }
+
+  private reply(r: ClientReply): void {
+    this.out.replies.push(r);
+  }
+
+  private emit(e: CoreEvent): void {
+    this.out.events.push(e);
+  }
+}
+
+/** A factory whose cores report to `hooks` (simulation checkers). */
+export function raftCoreFactory(hooks: RaftHooks = {}): CoreFactory {
+  return (opts) => new RaftCore(opts, hooks);
+}
+
+export const createRaftCore: CoreFactory = (opts) => new RaftCore(opts);
