@@ -169,7 +169,7 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     else variationKeys.add(v.key);
     if (typeOk && !valueMatchesType(flag.type, v.value)) {
       out.push(
-        err(`variations[${i}].value`, `must be ${TYPE_WORDS[flag.type]} for a ${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`),
+        err(`variations[${i}].value`, `must be ${TYPE_WORDS[flag.type]} for ${flag.type === 'integer' ? 'an' : 'a'} ${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`),
       );
     }
   });
