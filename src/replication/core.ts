@@ -137,7 +137,7 @@ export type ControlCommand =
   /** The cluster's node set changed (node added or removed) outside the log. */
   | { kind: 'peers'; peers: NodeId[] }
   /** single_leader failover: this node becomes the leader (or learns who is). */
-  | { kind: 'set_leader'; leader_id: NodeId }
+  | { kind: 'set_leader'; leader_id: NodeId; epoch?: number }
   /** raft membership change through the log. */
   | { kind: 'add_server'; node_id: NodeId; reqId: number }
   | { kind: 'remove_server'; node_id: NodeId; reqId: number }

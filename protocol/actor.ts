@@ -1,0 +1,116 @@
+/**
+ * The wire between the front process and node actors (worker_threads), and between actors through
+ * the fabric. Everything is msgpack (msgpackr). Two kinds of traffic:
+ *  - peer frames: many node-to-node messages packed into one transferable ArrayBuffer
+ *    ([u16 node index][u32 length][msgpack bytes] repeated), so the fabric routes them without
+ *    decoding, and deliveries to a worker are batched;
+ *  - client batches: an array of client requests (front -> actor) or replies and events
+ *    (actor -> front), one msgpack document per post.
+ * Control calls (status, pause, clock skew, ...) go over comlink on a separate port.
+ * TypeBox schemas here describe the internal messages; actors trust each other, so they are checked
+ * in tests and at the HTTP edge, not on every hot-path message.
+ */
+import Type, { type Static } from 'typebox';
+import { Packr } from 'msgpackr';
+
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
+
+export function encode(value: unknown): Uint8Array {
+  return packr.pack(value);
+}
+
+export function decode<T = unknown>(bytes: Uint8Array): T {
+  return packr.unpack(bytes) as T;
+}
+
+/** Encode into a fresh, exactly-sized ArrayBuffer that can be transferred to another thread. */
+export function encodeTransferable(value: unknown): ArrayBuffer {
+  const packed = packr.pack(value);
+  const out = new Uint8Array(packed.byteLength);
+  out.set(packed);
+  return out.buffer;
+}
+
+export const ClientOpSchema = Type.Union([
+  Type.Object({ op: Type.Literal('write'), key: Type.String(), value: Type.String(), client_id: Type.Optional(Type.String()) }),
+  Type.Object({ op: Type.Literal('delete'), key: Type.String(), client_id: Type.Optional(Type.String()) }),
+  Type.Object({ op: Type.Literal('read'), key: Type.String(), client_id: Type.Optional(Type.String()) }),
+  Type.Object({ op: Type.Literal('batch'), entries: Type.Array(Type.Object({ key: Type.String(), value: Type.String() })), client_id: Type.Optional(Type.String()) }),
+]);
+export const ClientRequestSchema = Type.Object({ id: Type.Integer(), op: ClientOpSchema });
+export type ClientRequestWire = Static<typeof ClientRequestSchema>;
+
+/** Front -> actor post. `net` is a peer frame buffer (deliveries), `req` a msgpack array of client requests. */
+export interface ToActor {
+  net?: ArrayBuffer;
+  req?: ArrayBuffer;
+}
+
+/** Actor -> front post. `net` is a peer frame buffer (sends), `out` msgpack of {replies, events}. */
+export interface FromActor {
+  net?: ArrayBuffer;
+  out?: ArrayBuffer;
+}
+
+export const ActorOutputSchema = Type.Object({
+  replies: Type.Array(Type.Object({ id: Type.Integer(), ok: Type.Boolean() }, { additionalProperties: true })),
+  events: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true })),
+});
+
+/** Node ids are `n<k>`; frames carry k as a u16. */
+export function nodeIndex(id: string): number {
+  return Number(id.slice(1));
+}
+
+export function nodeIdOf(index: number): string {
+  return `n${index}`;
+}
+
+const headerBytes = 6;
+
+/** Builds one frame buffer from (node index, message bytes) pairs. */
+export class FrameWriter {
+  private parts: Array<{ idx: number; bytes: Uint8Array }> = [];
+  private size = 0;
+
+  add(idx: number, bytes: Uint8Array): void {
+    this.parts.push({ idx, bytes });
+    this.size += headerBytes + bytes.byteLength;
+  }
+
+  get count(): number {
+    return this.parts.length;
+  }
+
+  /** The frames as a transferable ArrayBuffer; resets the writer. */
+  finish(): ArrayBuffer {
+    const buf = new ArrayBuffer(this.size);
+    const u8 = new Uint8Array(buf);
+    const dv = new DataView(buf);
+    let off = 0;
+    for (const p of this.parts) {
+      dv.setUint16(off, p.idx);
+      dv.setUint32(off + 2, p.bytes.byteLength);
+      u8.set(p.bytes, off + headerBytes);
+      off += headerBytes + p.bytes.byteLength;
+    }
+    this.parts = [];
+    this.size = 0;
+    return buf;
+  }
+}
+
+/** Walks a frame buffer; `bytes` are views into it (no copy). */
+export function readFrames(buf: ArrayBuffer, fn: (idx: number, bytes: Uint8Array) => void): number {
+  const dv = new DataView(buf);
+  let off = 0;
+  let n = 0;
+  while (off + headerBytes <= buf.byteLength) {
+    const idx = dv.getUint16(off);
+    const len = dv.getUint32(off + 2);
+    fn(idx, new Uint8Array(buf, off + headerBytes, len));
+    off += headerBytes + len;
+    n++;
+  }
+  return n;
+}

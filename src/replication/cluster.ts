@@ -1,0 +1,377 @@
+/**
+ * One simulated cluster in live mode: its node actors (worker_threads), its fabric driven by the
+ * real clock in the front process, its leader bookkeeping, and its client-operation history.
+ * Every node-to-node message passes through the fabric here; the fabric decides latency, drops,
+ * partitions and back-pressure, and deliveries to a worker are batched (one post per destination
+ * per pass). Protocol decisions stay in the cores.
+ */
+import { randomUUID } from 'node:crypto';
+import { Fabric } from '../fabric/fabric.js';
+import { nodeIdOf, nodeIndex, readFrames, FrameWriter } from '../../protocol/actor.js';
+import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
+import { liveRng } from '../util/rng.js';
+import type { ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreStatus, CoreTimings, NodeId, Version } from './core.js';
+import { NodeHandle } from './node-handle.js';
+
+export interface ClusterHooks {
+  event: (clusterId: string, e: CoreEvent) => void;
+  nodeExit: (clusterId: string, nodeId: string, code: number) => void;
+}
+
+/** One recorded client operation (the linearizability checker's input). */
+export interface HistoryOp {
+  client: string;
+  node: NodeId;
+  kind: 'write' | 'read' | 'delete';
+  key: string;
+  value: string | null;
+  invokeMs: number;
+  completeMs: number;
+  /** ok: took effect (or read this); fail: definitely did not; info: outcome unknown. */
+  outcome: 'ok' | 'fail' | 'info';
+  /** For reads: the value seen (null = not found). */
+  result?: string | null;
+}
+
+export const historyMax = 20_000;
+
+export function toKVEntry(v: Version): KVEntry {
+  return {
+    key: v.key,
+    value: Buffer.from(v.value, 'utf8').toString('base64'),
+    vclock: v.vclock,
+    timestamp: v.timestamp,
+    node_id: v.node_id,
+    tombstone: v.tombstone,
+    version: v.version,
+  };
+}
+
+export class Cluster {
+  readonly id = randomUUID();
+  readonly created = new Date().toISOString();
+  readonly nodes = new Map<NodeId, NodeHandle>();
+  readonly fabric: Fabric<Uint8Array>;
+  readonly regions: Record<NodeId, number> = {};
+  leaderId: NodeId | undefined;
+  epoch = 0;
+  private nextNodeNumber = 1;
+  private deliverScheduled = false;
+  private deliverTimer: NodeJS.Timeout | undefined;
+  private deliverTimerAt = Infinity;
+  private sweepTimer: NodeJS.Timeout;
+  private closed = false;
+  readonly history: HistoryOp[] = [];
+  historyDropped = 0;
+  writes = 0;
+  reads = 0;
+  writeFailures = 0;
+  /** Last statuses seen, for metrics collection without a round trip. */
+  lastStatus = new Map<NodeId, CoreStatus>();
+
+  constructor(
+    readonly config: ClusterConfig,
+    readonly timings: CoreTimings,
+    private readonly hooks: ClusterHooks,
+  ) {
+    this.fabric = new Fabric<Uint8Array>({ rng: liveRng() });
+    this.sweepTimer = setInterval(() => {
+      const now = Date.now();
+      for (const n of this.nodes.values()) n.sweep(now);
+    }, 500);
+    this.sweepTimer.unref();
+  }
+
+  /** Spawns the initial nodes and waits until every actor answers. */
+  async start(): Promise<void> {
+    const ids: NodeId[] = [];
+    for (let i = 0; i < this.config.node_count; i++) ids.push(`n${this.nextNodeNumber++}`);
+    ids.forEach((id, i) => {
+      this.regions[id] = Math.floor((i * this.config.regions) / ids.length);
+    });
+    for (const id of ids) this.fabric.addNode(id);
+    this.applyRegionLatency();
+    for (const id of ids) this.spawn(id, ids);
+    if (this.config.strategy === 'single_leader') this.leaderId = ids[0];
+    await Promise.all([...this.nodes.values()].map((n) => n.ready()));
+  }
+
+  private spawn(id: NodeId, peers: NodeId[]): NodeHandle {
+    const handle = new NodeHandle(
+      id,
+      { id, cluster_id: this.id, peers, config: this.config, timings: this.timings, regions: this.regions },
+      Math.floor(Math.random() * 2 ** 31),
+      this.timings.requestTimeoutMs,
+      {
+        onNet: (fromId, buf) => this.onNet(fromId, buf),
+        onEvents: (nodeId, events) => {
+          for (const e of events) {
+            if (e.type === 'leader_elected') this.leaderId = e.node_id ?? nodeId;
+            this.hooks.event(this.id, { ...e, node_id: e.node_id ?? nodeId });
+          }
+        },
+        onExit: (nodeId, code) => this.hooks.nodeExit(this.id, nodeId, code),
+      },
+    );
+    this.nodes.set(id, handle);
+    return handle;
+  }
+
+  /** Inter-region latency is the base topology, re-applied after faults are cleared. */
+  applyRegionLatency(): void {
+    if (this.config.regions <= 1) return;
+    const ids = this.fabric.nodes();
+    for (const a of ids) for (const b of ids) {
+      if (a !== b && this.regions[a] !== this.regions[b]) this.fabric.setLatency(a, b, this.config.inter_region_latency_ms);
+    }
+  }
+
+  // ---- fabric driving (live mode) ----
+
+  private onNet(fromId: NodeId, buf: ArrayBuffer): void {
+    const now = Date.now();
+    readFrames(buf, (toIdx, bytes) => {
+      this.fabric.submit(fromId, nodeIdOf(toIdx), bytes, now);
+    });
+    this.kick();
+  }
+
+  kick(): void {
+    if (this.deliverScheduled || this.closed) return;
+    this.deliverScheduled = true;
+    setImmediate(() => this.deliverPass());
+  }
+
+  private deliverPass(): void {
+    this.deliverScheduled = false;
+    if (this.closed) return;
+    const now = Date.now();
+    this.fabric.deliverDue(now, (to, batch) => {
+      const handle = this.nodes.get(to);
+      if (!handle) return;
+      const w = new FrameWriter();
+      for (const d of batch) w.add(nodeIndex(d.from), d.payload);
+      handle.deliverNet(w.finish());
+    });
+    const next = this.fabric.nextDueAt();
+    if (next !== Infinity && next < this.deliverTimerAt) {
+      if (this.deliverTimer) clearTimeout(this.deliverTimer);
+      this.deliverTimerAt = next;
+      this.deliverTimer = setTimeout(() => {
+        this.deliverTimer = undefined;
+        this.deliverTimerAt = Infinity;
+        this.deliverPass();
+      }, Math.max(1, next - now));
+    }
+  }
+
+  // ---- client operations ----
+
+  defaultTarget(): NodeId | undefined {
+    if (this.leaderId && this.nodes.has(this.leaderId)) return this.leaderId;
+    return this.nodes.keys().next().value;
+  }
+
+  async clientOp(nodeId: NodeId, op: ClientOp): Promise<ClientReply> {
+    const node = this.nodes.get(nodeId);
+    if (!node) return { id: 0, ok: false, code: 'not_found', status: 404, error: `node ${nodeId} not found in cluster ${this.id}` };
+    const invokeMs = Date.now();
+    if (node.state === 'paused') {
+      const r: ClientReply = { id: 0, ok: false, code: 'paused', status: op.op === 'read' ? 404 : 409, error: `node ${nodeId} is paused` };
+      return r;
+    }
+    const reply = await node.request(op);
+    this.record(nodeId, op, reply, invokeMs, Date.now());
+    return reply;
+  }
+
+  private record(nodeId: NodeId, op: ClientOp, reply: ClientReply, invokeMs: number, completeMs: number): void {
+    if (reply.ok) {
+      if (op.op === 'read') this.reads++;
+      else this.writes++;
+    } else if (op.op !== 'read') this.writeFailures++;
+    const outcome: HistoryOp['outcome'] = reply.ok ? 'ok' : reply.indeterminate ? 'info' : 'fail';
+    const client = op.client_id ?? `http-${nodeId}`;
+    const push = (h: HistoryOp) => {
+      if (this.history.length >= historyMax) {
+        this.history.shift();
+        this.historyDropped++;
+      }
+      this.history.push(h);
+    };
+    switch (op.op) {
+      case 'write':
+        push({ client, node: nodeId, kind: 'write', key: op.key, value: op.value, invokeMs, completeMs, outcome });
+        break;
+      case 'delete':
+        push({ client, node: nodeId, kind: 'delete', key: op.key, value: null, invokeMs, completeMs, outcome });
+        break;
+      case 'read':
+        if (reply.ok || reply.code === 'not_found') {
+          const seen = reply.ok && reply.result.kind === 'entry' ? reply.result.entry.value : null;
+          push({ client, node: nodeId, kind: 'read', key: op.key, value: null, invokeMs, completeMs, outcome: 'ok', result: seen });
+        }
+        break;
+      case 'batch':
+        for (const e of op.entries) push({ client, node: nodeId, kind: 'write', key: e.key, value: e.value, invokeMs, completeMs, outcome });
+        break;
+    }
+  }
+
+  // ---- node control ----
+
+  async pause(nodeId: NodeId): Promise<void> {
+    const n = this.nodes.get(nodeId);
+    if (!n) return;
+    n.state = 'paused';
+    this.fabric.setDeliverable(nodeId, false);
+    await n.remote.pause();
+  }
+
+  async resume(nodeId: NodeId): Promise<void> {
+    const n = this.nodes.get(nodeId);
+    if (!n) return;
+    n.state = 'online';
+    this.fabric.setDeliverable(nodeId, true);
+    await n.remote.resume();
+    this.kick();
+  }
+
+  async addNode(): Promise<NodeHandle> {
+    const id = `n${this.nextNodeNumber++}`;
+    const peers = [...this.nodes.keys(), id];
+    this.regions[id] = peers.length % Math.max(1, this.config.regions);
+    this.fabric.addNode(id);
+    this.applyRegionLatency();
+    const handle = this.spawn(id, peers);
+    if (this.leaderId) await handle.remote.control({ kind: 'set_leader', leader_id: this.leaderId, epoch: this.epoch });
+    await handle.ready();
+    await Promise.all([...this.nodes.values()].filter((n) => n.id !== id).map((n) => n.remote.control({ kind: 'peers', peers })));
+    return handle;
+  }
+
+  async removeNode(nodeId: NodeId): Promise<void> {
+    const n = this.nodes.get(nodeId);
+    if (!n) return;
+    this.nodes.delete(nodeId);
+    this.fabric.removeNode(nodeId);
+    delete this.regions[nodeId];
+    await n.terminate();
+    const peers = [...this.nodes.keys()];
+    await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'peers', peers })));
+    if (this.config.strategy === 'single_leader' && this.leaderId === nodeId) await this.failover();
+  }
+
+  /** single_leader failover: promote the most up-to-date online follower (writes it never saw are orphaned). */
+  async failover(): Promise<NodeId | undefined> {
+    const candidates = [...this.nodes.values()].filter((n) => n.state === 'online');
+    if (candidates.length === 0) {
+      this.leaderId = undefined;
+      return undefined;
+    }
+    const statuses = await Promise.all(candidates.map(async (n) => ({ n, s: await n.remote.status() })));
+    statuses.sort((a, b) => b.s.last_applied - a.s.last_applied || nodeIndex(a.n.id) - nodeIndex(b.n.id));
+    const chosen = (statuses[0] as { n: NodeHandle }).n.id;
+    this.epoch++;
+    this.leaderId = chosen;
+    await Promise.all([...this.nodes.values()].map((n) => n.remote.control({ kind: 'set_leader', leader_id: chosen, epoch: this.epoch })));
+    this.hooks.event(this.id, { type: 'leader_elected', node_id: chosen, data: { epoch: this.epoch, reason: 'failover' } });
+    return chosen;
+  }
+
+  // ---- views ----
+
+  async nodeStatus(nodeId: NodeId): Promise<NodeStatus | undefined> {
+    const n = this.nodes.get(nodeId);
+    if (!n) return undefined;
+    const s = await n.remote.status();
+    this.lastStatus.set(nodeId, s);
+    return this.toNodeStatus(n, s, undefined);
+  }
+
+  private toNodeStatus(n: NodeHandle, s: CoreStatus, leader: CoreStatus | undefined): NodeStatus {
+    const fromLeader = leader?.followers?.[n.id]?.lag_entries;
+    return {
+      id: n.id,
+      cluster_id: this.id,
+      strategy: this.config.strategy,
+      role: s.role,
+      state: n.state,
+      commit_index: s.commit_index,
+      last_applied: s.last_applied,
+      leader_id: s.leader_id,
+      peers: [...this.nodes.keys()].filter((p) => p !== n.id),
+      lag: Math.max(s.lag, fromLeader ?? 0),
+    };
+  }
+
+  async statuses(): Promise<Map<NodeId, CoreStatus>> {
+    const entries = await Promise.all([...this.nodes.values()].map(async (n) => [n.id, await n.remote.status()] as const));
+    const m = new Map(entries);
+    this.lastStatus = m;
+    return m;
+  }
+
+  async state(): Promise<ClusterState> {
+    const st = await this.statuses();
+    let leaderId = this.leaderId;
+    if (this.config.strategy === 'raft') {
+      leaderId = undefined;
+      let bestTerm = -1;
+      for (const [id, s] of st) if (s.role === 'leader' && (s.term ?? 0) > bestTerm && this.nodes.get(id)?.state === 'online') {
+        bestTerm = s.term ?? 0;
+        leaderId = id;
+      }
+      this.leaderId = leaderId;
+    }
+    const leaderStatus = leaderId ? st.get(leaderId) : undefined;
+    const nodes: Record<string, NodeStatus> = {};
+    for (const [id, s] of st) nodes[id] = this.toNodeStatus(this.nodes.get(id) as NodeHandle, s, leaderStatus);
+    const partitions: Record<string, Partition> = {};
+    for (const [pid, p] of this.fabric.partitions()) {
+      partitions[pid] = { id: pid, group_a: Object.fromEntries(p.groupA.map((x) => [x, true])), group_b: Object.fromEntries(p.groupB.map((x) => [x, true])) };
+    }
+    const stats = this.fabric.stats();
+    const state: ClusterState = {
+      id: this.id,
+      config: this.config,
+      node_ids: [...this.nodes.keys()],
+      nodes,
+      metrics: this.metrics(st),
+      created: this.created,
+      partitions,
+      dropped_messages: stats.dropped_full,
+    };
+    if (leaderId) state.leader_id = leaderId;
+    if (this.config.regions > 1) state.node_regions = { ...this.regions };
+    return state;
+  }
+
+  metrics(st: Map<NodeId, CoreStatus> = this.lastStatus): Record<string, unknown> {
+    const stats = this.fabric.stats();
+    const lag: Record<string, number> = {};
+    const leader = this.leaderId ? st.get(this.leaderId) : undefined;
+    if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) lag[f] = p.lag_ms;
+    const extra: Record<string, unknown> = {};
+    for (const [id, s] of st) if (s.extra) extra[id] = s.extra;
+    return {
+      writes: this.writes,
+      reads: this.reads,
+      write_failures: this.writeFailures,
+      dropped_messages: stats.dropped_full,
+      fabric: stats,
+      replication_lag_ms: lag,
+      history_ops: this.history.length,
+      history_dropped: this.historyDropped,
+      nodes: extra,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweepTimer);
+    if (this.deliverTimer) clearTimeout(this.deliverTimer);
+    await Promise.all([...this.nodes.values()].map((n) => n.terminate()));
+    this.nodes.clear();
+  }
+}

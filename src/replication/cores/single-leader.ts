@@ -1,0 +1,500 @@
+/**
+ * Single-leader replication as a pure state machine: one leader appends client writes to a log,
+ * applies them, and ships the log to followers, which apply entries strictly in order and ack.
+ * Durability modes decide when the client hears back: async (after the leader applied), semi_sync
+ * (after one follower acked), sync (after every follower acked), each bounded by a timeout that
+ * answers 409 with an indeterminate outcome. Leadership changes only by an explicit `set_leader`
+ * (failover is the orchestrator's decision); there is no election here — that is raft's job.
+ */
+import { invariant } from '../../util/assert.js';
+import { HybridClock } from '../hlc.js';
+import type {
+  ClientReply, ClientRequest, ControlCommand, ControlResult, CoreEvent, CoreOptions, CoreOutput, CoreStatus,
+  CoreTimings, NodeCore, NodeId, ReplicationMode, Version,
+} from '../core.js';
+
+/** One log entry. `ops` holds one operation, or several for an atomic batch (applied all-or-nothing). */
+export interface LogEntry {
+  index: number;
+  epoch: number;
+  ts: number;
+  ops: Array<{ key: string; value: string | null }>;
+}
+
+type Msg =
+  /** Leader -> follower: entries after `prev`; `last` is the leader's last index, `commit` its commit index. */
+  | { t: 'append'; epoch: number; leader: NodeId; prev: number; entries: LogEntry[]; last: number; commit: number }
+  /** Leader -> follower too far behind the retained log (or on a diverged history): the whole store. */
+  | { t: 'snapshot'; epoch: number; leader: NodeId; index: number; store: Version[]; last: number; commit: number }
+  /** Follower -> leader: `match` is the follower's last index; ok=false asks for entries after match (or a snapshot when match < 0). */
+  | { t: 'ack'; epoch: number; match: number; ok: boolean };
+
+interface Progress {
+  match: number;
+  next: number;
+  /** When we last sent something that is still unacknowledged (retransmit timer). */
+  sentAt: number;
+  inflight: number;
+  /** Time the oldest entry this follower has not acked was appended at the leader. */
+  needSnapshot: boolean;
+}
+
+interface Waiter {
+  reqId: number;
+  index: number;
+  deadline: number;
+  mode: ReplicationMode;
+  reply: ClientReply;
+}
+
+const retainedLogMax = 10_000;
+const inflightMax = 8;
+
+export class SingleLeaderCore implements NodeCore {
+  readonly id: NodeId;
+  private peers: NodeId[];
+  private readonly timings: CoreTimings;
+  private mode: ReplicationMode;
+  private readonly clock = new HybridClock();
+
+  private leaderId: NodeId;
+  private epoch = 0;
+  /** Retained log suffix; log[0] has index firstIndex. */
+  private log: LogEntry[] = [];
+  private firstIndex = 1;
+  private lastIndex = 0;
+  private commitIndex = 0;
+  private lastApplied = 0;
+  private readonly store = new Map<string, Version>();
+  /** Append time of each retained entry at the leader, for lag in ms. */
+  private readonly appendedAt: number[] = [];
+
+  private readonly progress = new Map<NodeId, Progress>();
+  private waiters: Waiter[] = [];
+  private leaderLast = 0;
+
+  private out: CoreOutput = { messages: [], replies: [], events: [] };
+
+  constructor(opts: CoreOptions) {
+    this.id = opts.id;
+    this.peers = [...opts.peers];
+    this.timings = opts.timings;
+    this.mode = opts.config.replication_mode;
+    this.leaderId = opts.peers[0] ?? opts.id;
+    if (this.isLeader()) this.becomeLeader(0, opts.now);
+  }
+
+  private isLeader(): boolean {
+    return this.leaderId === this.id;
+  }
+
+  private followers(): NodeId[] {
+    return this.peers.filter((p) => p !== this.id);
+  }
+
+  /** Role changes happen here and in becomeFollower only. */
+  private becomeLeader(epoch: number, now: number): void {
+    this.leaderId = this.id;
+    this.epoch = epoch;
+    this.progress.clear();
+    for (const f of this.followers()) this.progress.set(f, { match: 0, next: this.lastIndex + 1, sentAt: now, inflight: 0, needSnapshot: false });
+    this.commitIndex = this.lastIndex;
+  }
+
+  private becomeFollower(leader: NodeId, epoch: number): void {
+    this.leaderId = leader;
+    this.epoch = epoch;
+    this.progress.clear();
+    for (const w of this.waiters) {
+      this.out.replies.push({ id: w.reqId, ok: false, code: 'not_leader', status: 409, error: `leadership moved to ${leader} before the write was confirmed; its outcome is indeterminate`, indeterminate: true, leader_id: leader });
+    }
+    this.waiters = [];
+  }
+
+  // ---- client requests ----
+
+  onClient(req: ClientRequest, now: number): void {
+    const op = req.op;
+    if (op.op === 'read') {
+      const v = this.store.get(op.key);
+      if (!v || v.tombstone) {
+        this.out.replies.push({ id: req.id, ok: false, code: 'not_found', status: 404, error: `key ${JSON.stringify(op.key)} not found on ${this.id}` });
+      } else {
+        this.out.replies.push({ id: req.id, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
+      }
+      return;
+    }
+    if (!this.isLeader()) {
+      this.out.replies.push({ id: req.id, ok: false, code: 'not_leader', status: 409, error: `${this.id} is not the leader; the leader is ${this.leaderId}`, leader_id: this.leaderId });
+      return;
+    }
+    let ops: LogEntry['ops'];
+    switch (op.op) {
+      case 'write':
+        ops = [{ key: op.key, value: op.value }];
+        break;
+      case 'delete':
+        ops = [{ key: op.key, value: null }];
+        break;
+      case 'batch':
+        ops = op.entries.map((e) => ({ key: e.key, value: e.value }));
+        break;
+    }
+    const entry = this.append(ops, now);
+    const versions = ops.map((o) => this.store.get(o.key) as Version);
+    const reply: ClientReply = op.op === 'batch'
+      ? { id: req.id, ok: true, result: { kind: 'batch', entries: versions } }
+      : { id: req.id, ok: true, result: { kind: 'entry', entry: versions[0] as Version, node_id: this.id } };
+    if (this.mode === 'async' || this.followers().length === 0) {
+      this.out.replies.push(reply);
+    } else {
+      this.waiters.push({ reqId: req.id, index: entry.index, deadline: now + this.timings.requestTimeoutMs, mode: this.mode, reply });
+    }
+  }
+
+  private append(ops: LogEntry['ops'], now: number): LogEntry {
+    const entry: LogEntry = { index: this.lastIndex + 1, epoch: this.epoch, ts: this.clock.tick(now), ops };
+    this.log.push(entry);
+    this.appendedAt.push(now);
+    this.lastIndex = entry.index;
+    this.apply(entry);
+    this.updateCommit();
+    this.compact();
+    return entry;
+  }
+
+  /** Followers and the leader apply entries strictly in index order. */
+  private apply(entry: LogEntry): void {
+    invariant(entry.index === this.lastApplied + 1, () => `${this.id}: apply ${entry.index} after ${this.lastApplied}`);
+    for (const o of entry.ops) {
+      this.store.set(o.key, {
+        key: o.key,
+        value: o.value ?? '',
+        tombstone: o.value === null,
+        timestamp: entry.ts,
+        node_id: this.leaderId,
+        version: entry.index,
+        vclock: { [this.leaderId]: entry.index },
+      });
+    }
+    this.lastApplied = entry.index;
+  }
+
+  private compact(): void {
+    const excess = this.log.length - retainedLogMax;
+    if (excess > 0) {
+      this.log.splice(0, excess);
+      this.appendedAt.splice(0, excess);
+      this.firstIndex += excess;
+    }
+  }
+
+  private entryAt(index: number): LogEntry | undefined {
+    return this.log[index - this.firstIndex];
+  }
+
+  /** Leader commit index per mode: async = last appended; semi_sync = highest index on >= 1 follower; sync = on every follower. */
+  private updateCommit(): void {
+    if (!this.isLeader()) return;
+    const matches = [...this.progress.values()].map((p) => p.match);
+    let c: number;
+    if (this.mode === 'async' || matches.length === 0) c = this.lastIndex;
+    else if (this.mode === 'semi_sync') c = Math.max(...matches);
+    else c = Math.min(...matches);
+    if (c > this.commitIndex) this.commitIndex = c;
+  }
+
+  // ---- peer messages ----
+
+  onMessage(from: NodeId, raw: unknown, now: number): void {
+    const msg = raw as Msg;
+    switch (msg.t) {
+      case 'append':
+        this.onAppend(msg, now);
+        return;
+      case 'snapshot':
+        this.onSnapshot(msg);
+        return;
+      case 'ack':
+        this.onAck(from, msg, now);
+        return;
+    }
+  }
+
+  private acceptLeader(leader: NodeId, epoch: number): boolean {
+    if (epoch < this.epoch) return false;
+    if (epoch > this.epoch || leader !== this.leaderId) this.becomeFollower(leader, epoch);
+    return true;
+  }
+
+  private onAppend(m: Extract<Msg, { t: 'append' }>, now: number): void {
+    void now;
+    if (!this.acceptLeader(m.leader, m.epoch)) return;
+    this.leaderLast = Math.max(this.leaderLast, m.last);
+    if (m.prev > this.lastIndex) {
+      // A gap (a dropped message): ask for everything after what we have.
+      this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: false });
+      return;
+    }
+    const mine = this.entryAt(m.prev);
+    if (m.prev >= this.firstIndex && m.prev > 0 && mine && mine.epoch > m.epoch) {
+      this.send(m.leader, { t: 'ack', epoch: this.epoch, match: -1, ok: false });
+      return;
+    }
+    let applied = 0;
+    for (const e of m.entries) {
+      if (e.index <= this.lastIndex) {
+        const have = this.entryAt(e.index);
+        if (have && have.epoch !== e.epoch) {
+          // A diverged history after a failover: our later entries were orphaned. Rebuild from a snapshot.
+          this.send(m.leader, { t: 'ack', epoch: this.epoch, match: -1, ok: false });
+          return;
+        }
+        continue;
+      }
+      invariant(e.index === this.lastIndex + 1, 'append entries are contiguous');
+      this.log.push(e);
+      this.appendedAt.push(now);
+      this.lastIndex = e.index;
+      this.clock.observe(e.ts);
+      this.apply(e);
+      applied++;
+    }
+    this.compact();
+    this.commitIndex = Math.max(this.commitIndex, Math.min(m.commit, this.lastIndex));
+    if (applied > 0) this.event({ type: 'entry_replicated', node_id: this.id, data: { index: this.lastIndex, entries: applied, leader: m.leader } });
+    this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: true });
+  }
+
+  private onSnapshot(m: Extract<Msg, { t: 'snapshot' }>): void {
+    if (!this.acceptLeader(m.leader, m.epoch)) return;
+    this.store.clear();
+    for (const v of m.store) this.store.set(v.key, v);
+    this.log = [];
+    this.appendedAt.length = 0;
+    this.firstIndex = m.index + 1;
+    this.lastIndex = m.index;
+    this.lastApplied = m.index;
+    this.commitIndex = Math.min(m.commit, m.index);
+    this.leaderLast = Math.max(this.leaderLast, m.last);
+    this.event({ type: 'entry_replicated', node_id: this.id, data: { index: m.index, snapshot: true, leader: m.leader } });
+    this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: true });
+  }
+
+  private onAck(from: NodeId, m: Extract<Msg, { t: 'ack' }>, now: number): void {
+    if (!this.isLeader() || m.epoch > this.epoch) return;
+    const p = this.progress.get(from);
+    if (!p) return;
+    p.inflight = Math.max(0, p.inflight - 1);
+    if (m.ok) {
+      if (m.match > p.match) {
+        p.match = Math.min(m.match, this.lastIndex);
+        p.sentAt = now;
+      }
+      if (p.next <= p.match) p.next = p.match + 1;
+    } else if (m.match < 0 || m.match < this.firstIndex - 1) {
+      p.needSnapshot = true;
+      p.inflight = 0;
+    } else {
+      p.match = Math.min(p.match, m.match);
+      p.next = m.match + 1;
+      p.inflight = 0;
+    }
+    this.updateCommit();
+    this.settleWaiters(now);
+  }
+
+  private settleWaiters(now: number): void {
+    if (this.waiters.length === 0) return;
+    const matches = [...this.progress.values()].map((p) => p.match);
+    const keep: Waiter[] = [];
+    for (const w of this.waiters) {
+      const acked = matches.filter((m) => m >= w.index).length;
+      const needed = w.mode === 'sync' ? matches.length : Math.min(1, matches.length);
+      if (acked >= needed) {
+        this.out.replies.push(w.reply);
+      } else if (now >= w.deadline) {
+        const what = w.mode === 'sync' ? `all ${matches.length} followers` : 'any follower';
+        this.out.replies.push({
+          id: w.reqId, ok: false, code: 'timeout', status: 409, indeterminate: true,
+          error: `${w.mode} replication timed out after ${this.timings.requestTimeoutMs} ms: the write is applied on leader ${this.id} (index ${w.index}) but was not confirmed by ${what} (${acked}/${needed} acks); its outcome is indeterminate`,
+        });
+      } else keep.push(w);
+    }
+    this.waiters = keep;
+  }
+
+  // ---- time ----
+
+  onTick(now: number): void {
+    if (!this.isLeader()) return;
+    for (const [f, p] of this.progress) {
+      if (p.match < this.lastIndex && now - p.sentAt >= this.timings.retransmitMs) {
+        // No progress for a while: resend from what the follower has confirmed (handles drops and pauses).
+        p.next = p.match + 1;
+        p.inflight = 0;
+        p.sentAt = now;
+        this.event({ type: 'follower_lag', node_id: f, data: { leader: this.id, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) } });
+      }
+    }
+    this.settleWaiters(now);
+  }
+
+  nextDeadline(): number {
+    let d = Infinity;
+    if (this.isLeader()) {
+      for (const p of this.progress.values()) if (p.match < this.lastIndex) d = Math.min(d, p.sentAt + this.timings.retransmitMs);
+      for (const w of this.waiters) d = Math.min(d, w.deadline);
+    }
+    return d;
+  }
+
+  // ---- output ----
+
+  private send(to: NodeId, msg: Msg): void {
+    this.out.messages.push({ to, msg });
+  }
+
+  private event(e: CoreEvent): void {
+    this.out.events.push(e);
+  }
+
+  /** Replication messages are built here, once per drain: every entry appended since the last drain goes in one message per follower. */
+  private replicate(now: number): void {
+    if (!this.isLeader()) return;
+    for (const [f, p] of this.progress) {
+      if (p.needSnapshot) {
+        p.needSnapshot = false;
+        p.next = this.lastIndex + 1;
+        p.inflight = 1;
+        p.sentAt = now;
+        this.send(f, { t: 'snapshot', epoch: this.epoch, leader: this.id, index: this.lastIndex, store: [...this.store.values()], last: this.lastIndex, commit: this.commitIndex });
+        continue;
+      }
+      if (p.next > this.lastIndex || p.inflight >= inflightMax) continue;
+      if (p.next < this.firstIndex) {
+        p.needSnapshot = true;
+        this.replicate(now);
+        return;
+      }
+      const from = p.next - this.firstIndex;
+      const entries = this.log.slice(from, from + this.timings.maxEntriesPerMessage);
+      if (entries.length === 0) continue;
+      if (p.inflight === 0) p.sentAt = now;
+      this.send(f, { t: 'append', epoch: this.epoch, leader: this.id, prev: p.next - 1, entries, last: this.lastIndex, commit: this.commitIndex });
+      p.next += entries.length;
+      p.inflight++;
+      if (p.next <= this.lastIndex) this.replicate(now);
+    }
+  }
+
+  drain(out: CoreOutput): void {
+    this.replicate(this.lastNow);
+    if (this.out.messages.length) for (const m of this.out.messages) out.messages.push(m);
+    if (this.out.replies.length) for (const r of this.out.replies) out.replies.push(r);
+    if (this.out.events.length) for (const e of this.out.events) out.events.push(e);
+    this.out.messages.length = 0;
+    this.out.replies.length = 0;
+    this.out.events.length = 0;
+  }
+
+  private lastNow = 0;
+
+  /** Records the latest time seen so drain() can stamp sends without reading a clock. */
+  observeTime(now: number): void {
+    this.lastNow = now;
+  }
+
+  // ---- control and views ----
+
+  control(cmd: ControlCommand, now: number): ControlResult {
+    switch (cmd.kind) {
+      case 'clock_skew':
+        this.clock.skewMs = cmd.ms;
+        return { ok: true };
+      case 'replication_mode':
+        this.mode = cmd.mode;
+        this.updateCommit();
+        if (cmd.mode === 'async') {
+          for (const w of this.waiters) this.out.replies.push(w.reply);
+          this.waiters = [];
+        }
+        return { ok: true };
+      case 'peers': {
+        this.peers = [...cmd.peers];
+        if (this.isLeader()) {
+          for (const f of this.followers()) if (!this.progress.has(f)) this.progress.set(f, { match: 0, next: 1, sentAt: now, inflight: 0, needSnapshot: this.firstIndex > 1 });
+          for (const f of [...this.progress.keys()]) if (!this.peers.includes(f)) this.progress.delete(f);
+          this.updateCommit();
+          this.settleWaiters(now);
+        }
+        return { ok: true };
+      }
+      case 'set_leader': {
+        const epoch = cmd.epoch ?? this.epoch + 1;
+        if (cmd.leader_id === this.id) this.becomeLeader(epoch, now);
+        else this.becomeFollower(cmd.leader_id, epoch);
+        return { ok: true, data: { epoch, last_index: this.lastIndex } };
+      }
+      case 'add_server':
+      case 'remove_server':
+      case 'custom':
+        return { ok: false, status: 400, error: `${cmd.kind} is not supported by single_leader` };
+    }
+  }
+
+  status(now: number): CoreStatus {
+    const s: CoreStatus = {
+      role: this.isLeader() ? 'leader' : 'follower',
+      commit_index: this.commitIndex,
+      last_applied: this.lastApplied,
+      leader_id: this.leaderId,
+      term: this.epoch,
+      lag: this.isLeader() ? 0 : Math.max(0, this.leaderLast - this.lastApplied),
+      extra: { last_index: this.lastIndex, first_retained_index: this.firstIndex, epoch: this.epoch, mode: this.mode },
+    };
+    if (this.isLeader()) {
+      const followers: NonNullable<CoreStatus['followers']> = {};
+      for (const [f, p] of this.progress) followers[f] = { match_index: p.match, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) };
+      s.followers = followers;
+    }
+    return s;
+  }
+
+  private lagMs(p: Progress, now: number): number {
+    if (p.match >= this.lastIndex) return 0;
+    const at = this.appendedAt[p.match + 1 - this.firstIndex] ?? this.appendedAt[0];
+    return at === undefined ? 0 : Math.max(0, now - at);
+  }
+
+  logView(): unknown[] {
+    return this.log.slice(-1000).map((e) => ({
+      index: e.index, epoch: e.epoch, timestamp: e.ts,
+      type: e.ops.length > 1 ? 'batch' : e.ops[0]?.value === null ? 'delete' : 'put',
+      ops: e.ops.map((o) => ({ key: o.key, ...(o.value === null ? { tombstone: true } : { value: o.value }) })),
+      committed: e.index <= this.commitIndex,
+    }));
+  }
+
+  storeView(): Record<string, Version> {
+    return Object.fromEntries(this.store);
+  }
+}
+
+/** The factory wraps the core so every input also records the time drain() stamps sends with. */
+export function createSingleLeaderCore(opts: CoreOptions): NodeCore {
+  const core = new SingleLeaderCore(opts);
+  core.observeTime(opts.now);
+  return {
+    id: core.id,
+    onClient: (req, now) => { core.observeTime(now); core.onClient(req, now); },
+    onMessage: (from, msg, now) => { core.observeTime(now); core.onMessage(from, msg, now); },
+    onTick: (now) => { core.observeTime(now); core.onTick(now); },
+    nextDeadline: () => core.nextDeadline(),
+    drain: (out) => core.drain(out),
+    control: (cmd, now) => { core.observeTime(now); return core.control(cmd, now); },
+    status: (now) => core.status(now),
+    logView: () => core.logView(),
+    storeView: () => core.storeView(),
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * The front process's handle on one node actor (a worker_thread): client requests are queued and
+ * posted as one msgpack batch per event-loop turn; replies and events come back batched on the same
+ * port; peer frames are handed to the cluster's fabric. Control calls (status, pause, clock skew,
+ * log, store) go over comlink on a separate MessagePort.
+ */
+import { MessageChannel, Worker } from 'node:worker_threads';
+import * as Comlink from 'comlink';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { decode, encodeTransferable, type FromActor } from '../../protocol/actor.js';
+import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
+import type { ClientOp, ClientReply, CoreEvent, CoreOptions } from './core.js';
+
+export type NodeState = 'online' | 'paused' | 'offline';
+
+const actorUrl = new URL('../../workers/node-actor.js', import.meta.url);
+
+/** Front-side guard for a request the actor never answers (the worker died or was paused mid-request). */
+export const frontRequestTimeoutMsExtra = 2000;
+
+interface Pending {
+  resolve: (r: ClientReply) => void;
+  deadline: number;
+}
+
+export interface NodeHandleHooks {
+  onNet: (fromId: string, buf: ArrayBuffer) => void;
+  onEvents: (nodeId: string, events: CoreEvent[]) => void;
+  onExit: (nodeId: string, code: number) => void;
+}
+
+export class NodeHandle {
+  readonly worker: Worker;
+  readonly remote: Comlink.Remote<ActorApi>;
+  state: NodeState = 'online';
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private queue: Array<{ id: number; op: ClientOp }> = [];
+  private flushScheduled = false;
+  private netQueue: ArrayBuffer[] = [];
+  private exited = false;
+
+  constructor(
+    readonly id: string,
+    coreOpts: Omit<CoreOptions, 'rng' | 'now'>,
+    seed: number,
+    private readonly requestTimeoutMs: number,
+    private readonly hooks: NodeHandleHooks,
+  ) {
+    const { port1, port2 } = new MessageChannel();
+    const init: ActorInit = { core: coreOpts, seed, control: port2, eventsEnabled: true };
+    this.worker = new Worker(actorUrl, {
+      workerData: init,
+      transferList: [port2],
+      resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
+      stdout: false,
+      stderr: false,
+    });
+    this.remote = Comlink.wrap<ActorApi>(nodeEndpoint(port1));
+    this.worker.on('message', (m: FromActor) => this.onMessage(m));
+    this.worker.on('error', () => {
+      // The exit handler below fails what was pending; the error itself is reported by the exit code.
+    });
+    this.worker.on('exit', (code) => {
+      this.exited = true;
+      this.state = 'offline';
+      this.failAll(`node ${this.id} stopped`);
+      port1.close();
+      this.hooks.onExit(this.id, code);
+    });
+  }
+
+  /** Resolves once the actor has loaded its core and answers control calls. */
+  async ready(): Promise<void> {
+    await this.remote.status();
+  }
+
+  request(op: ClientOp): Promise<ClientReply> {
+    const id = this.nextId++;
+    if (this.exited) return Promise.resolve({ id, ok: false, code: 'paused', status: 409, error: `node ${this.id} is offline` });
+    return new Promise((resolve) => {
+      this.pending.set(id, { resolve, deadline: Date.now() + this.requestTimeoutMs + frontRequestTimeoutMsExtra });
+      this.queue.push({ id, op });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Deliveries from the fabric: batched into one post per turn together with client requests. */
+  deliverNet(buf: ArrayBuffer): void {
+    if (this.exited) return;
+    this.netQueue.push(buf);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.exited) return;
+    const transfer: ArrayBuffer[] = [];
+    let req: ArrayBuffer | undefined;
+    if (this.queue.length > 0) {
+      req = encodeTransferable(this.queue);
+      transfer.push(req);
+      this.queue = [];
+    }
+    // Several net buffers are posted separately (each is one transferable frame buffer).
+    const nets = this.netQueue;
+    this.netQueue = [];
+    for (let i = 0; i < nets.length; i++) {
+      const net = nets[i] as ArrayBuffer;
+      const last = i === nets.length - 1;
+      if (last && req) {
+        this.worker.postMessage({ net, req }, [net, req]);
+        req = undefined;
+      } else this.worker.postMessage({ net }, [net]);
+    }
+    if (req) this.worker.postMessage({ req }, transfer);
+  }
+
+  private onMessage(m: FromActor): void {
+    if (m.net) this.hooks.onNet(this.id, m.net);
+    if (m.out) {
+      const out = decode<{ replies: ClientReply[]; events: CoreEvent[] }>(new Uint8Array(m.out));
+      for (const r of out.replies) {
+        const p = this.pending.get(r.id);
+        if (p) {
+          this.pending.delete(r.id);
+          p.resolve(r);
+        }
+      }
+      if (out.events.length > 0) this.hooks.onEvents(this.id, out.events);
+    }
+  }
+
+  /** Fails requests past their front-side deadline (called periodically by the cluster). */
+  sweep(now: number): void {
+    for (const [id, p] of this.pending) {
+      if (now > p.deadline) {
+        this.pending.delete(id);
+        p.resolve({ id, ok: false, code: 'timeout', status: 409, indeterminate: true, error: `node ${this.id} did not answer within ${this.requestTimeoutMs + frontRequestTimeoutMsExtra} ms (paused or overloaded); the outcome is indeterminate` });
+      }
+    }
+  }
+
+  private failAll(error: string): void {
+    for (const [id, p] of this.pending) p.resolve({ id, ok: false, code: 'paused', status: 409, error, indeterminate: true });
+    this.pending.clear();
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  async terminate(): Promise<void> {
+    if (this.exited) return;
+    this.state = 'offline';
+    await this.worker.terminate();
+  }
+}

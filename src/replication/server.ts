@@ -1,0 +1,388 @@
+/**
+ * The replication simulator service: HTTP routes (thin: decode, call the cluster, map outcomes to
+ * statuses), the /ws event stream, and /metrics. Clusters and their node actors live in cluster.ts;
+ * protocol logic lives in the cores.
+ */
+import type { Logger } from '../util/logger.js';
+import { HttpApp, HttpError, WsHub, healthRoutes, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
+import {
+  BatchWriteRequest, ClockSkewRequest, ClusterConfigBody, ClusterConfigPatch, DropRequest, LatencyRequest,
+  PartitionRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
+} from '../../protocol/replication.js';
+import { Cluster, toKVEntry } from './cluster.js';
+import { effectiveConfig } from './config.js';
+import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
+import { isImplemented } from './cores/index.js';
+import { createSimMetrics, type SimMetrics } from './metrics.js';
+
+export interface ReplSimOptions {
+  port: number;
+  host?: string;
+  logger: Logger;
+  timings?: Partial<CoreTimings>;
+  /** Max clusters at once (each node is a worker thread). */
+  clustersMax?: number;
+}
+
+export interface ReplSimHandle {
+  port: number;
+  app: HttpApp;
+  clusters: Map<string, Cluster>;
+  close(): Promise<void>;
+}
+
+const clustersMaxDefault = 200;
+const wsQueueBytes = 1024 * 1024;
+
+export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSimHandle> {
+  const log = opts.logger;
+  const timings: CoreTimings = { ...defaultTimings, ...(opts.timings ?? {}) };
+  const clusters = new Map<string, Cluster>();
+  const hub = new WsHub<{ clusterId: string | null }>();
+  const droppedSeen = new Map<string, number>();
+
+  const collect = async (): Promise<void> => {
+    for (const c of clusters.values()) {
+      try {
+        await c.statuses();
+      } catch {
+        // a node that is going away: keep the last values
+      }
+      const leader = c.leaderId ? c.lastStatus.get(c.leaderId) : undefined;
+      metrics.lag.remove({ cluster_id: c.id });
+      if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) metrics.lag.set({ cluster_id: c.id, follower_id: f }, p.lag_ms);
+      const dropped = c.fabric.stats().dropped_full;
+      const seen = droppedSeen.get(c.id) ?? 0;
+      if (dropped > seen) metrics.dropped.inc({ cluster_id: c.id }, dropped - seen);
+      else metrics.dropped.inc({ cluster_id: c.id }, 0);
+      droppedSeen.set(c.id, dropped);
+      metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
+    }
+  };
+  const metrics: SimMetrics = createSimMetrics(collect);
+
+  const publish = (clusterId: string, e: CoreEvent): void => {
+    if (e.type === 'conflict_detected') {
+      const resolver = typeof e.data?.['resolver'] === 'string' ? (e.data['resolver'] as string) : clusters.get(clusterId)?.config.conflict_resolver ?? 'lww';
+      metrics.conflicts.inc({ cluster_id: clusterId, resolver });
+    }
+    if (hub.size === 0) return;
+    const env: SimEvent = { type: e.type, cluster_id: clusterId, timestamp: new Date().toISOString() };
+    if (e.node_id) env.node_id = e.node_id;
+    if (e.data) env.data = e.data;
+    const text = JSON.stringify(env);
+    const before = hub.droppedTotal;
+    hub.publish(text, (c) => c.data.clusterId === null || c.data.clusterId === clusterId);
+    if (hub.droppedTotal > before) metrics.wsDropped.inc(hub.droppedTotal - before);
+  };
+
+  const app = new HttpApp({ name: 'replsim', logger: log, cors: { origins: '*' } });
+  healthRoutes(app, metrics.registry, () => true);
+
+  // ---- helpers ----
+  const getCluster = (req: HttpRequest<unknown>): Cluster => {
+    const c = clusters.get(req.params['id'] ?? '');
+    if (!c) throw new HttpError(404, `cluster ${req.params['id']} not found`);
+    return c;
+  };
+  const getNode = (c: Cluster, nodeId: string | undefined | null): NodeId => {
+    if (!nodeId || !c.nodes.has(nodeId)) throw new HttpError(404, `node ${nodeId} not found in cluster ${c.id}`);
+    return nodeId;
+  };
+  const replyError = (r: Extract<ClientReply, { ok: false }>, forRead: boolean): HttpResult => {
+    if (r.code === 'quorum_not_met' && !forRead) return { status: 409, body: { error: r.error } };
+    return { status: forRead ? 404 : r.status, body: { error: r.error } };
+  };
+
+  const createCluster = async (body: ClusterConfigBody): Promise<HttpResult> => {
+    const eff = effectiveConfig(body);
+    if (!eff.ok) throw new HttpError(400, eff.error);
+    if (!isImplemented(eff.config.strategy)) throw new HttpError(400, `strategy ${eff.config.strategy} is not implemented yet`);
+    if (clusters.size >= (opts.clustersMax ?? clustersMaxDefault)) throw new HttpError(409, `too many clusters (${clusters.size}); delete some first`);
+    const c = new Cluster(eff.config, timings, {
+      event: publish,
+      nodeExit: (cid, nid, code) => {
+        if (code !== 0 && code !== 1) log.warn({ cluster: cid, node: nid, code }, 'node actor exited');
+      },
+    });
+    clusters.set(c.id, c);
+    try {
+      await c.start();
+    } catch (err) {
+      clusters.delete(c.id);
+      await c.close();
+      log.error({ err }, 'cluster start failed');
+      throw new HttpError(500, `cluster could not start: ${(err as Error).message}`);
+    }
+    publish(c.id, { type: 'cluster_created', data: { strategy: c.config.strategy, node_ids: [...c.nodes.keys()] } });
+    if (c.leaderId) publish(c.id, { type: 'leader_elected', node_id: c.leaderId, data: { epoch: 0, reason: 'initial' } });
+    return { status: 201, body: await c.state() };
+  };
+
+  const deleteCluster = async (id: string): Promise<boolean> => {
+    const c = clusters.get(id);
+    if (!c) return false;
+    clusters.delete(id);
+    await c.close();
+    for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive]) {
+      (m as unknown as { remove: (l: Record<string, string>) => void }).remove({ cluster_id: id });
+    }
+    droppedSeen.delete(id);
+    return true;
+  };
+
+  const writeCounter = new Map<string, ReturnType<typeof metrics.writes.labels>>();
+  const countWrite = (c: Cluster, nodeId: string): void => {
+    const k = `${c.id}/${nodeId}`;
+    let child = writeCounter.get(k);
+    if (!child) {
+      child = metrics.writes.labels(c.id, nodeId, c.config.strategy);
+      writeCounter.set(k, child);
+    }
+    child.inc();
+  };
+
+  const doWrite = async (c: Cluster, op: ClientOp, target: string | undefined): Promise<{ ok: true; entry: KVEntry; node_id: string } | { ok: false; status: number; error: string }> => {
+    const nodeId = target ?? c.defaultTarget();
+    if (!nodeId || !c.nodes.has(nodeId)) return { ok: false, status: 404, error: `node ${nodeId} not found in cluster ${c.id}` };
+    if (hub.size > 0) publish(c.id, { type: 'write_received', node_id: nodeId, data: { key: 'key' in op ? op.key : undefined, op: op.op } });
+    const r = await c.clientOp(nodeId, op);
+    if (!r.ok) {
+      if (r.code === 'quorum_not_met') metrics.quorumFailures.inc({ cluster_id: c.id });
+      return { ok: false, status: r.status === 404 ? 404 : r.status, error: r.error };
+    }
+    countWrite(c, nodeId);
+    const result = r.result;
+    if (result.kind !== 'entry') return { ok: false, status: 500, error: 'unexpected batch result' };
+    return { ok: true, entry: toKVEntry(result.entry), node_id: result.node_id };
+  };
+
+  // ---- simulation ----
+  app.post('/api/v1/simulation/start', (req) => createCluster(req.body as ClusterConfigBody), { body: ClusterConfigBody });
+  app.post('/api/v1/simulation/reset', async () => {
+    await Promise.all([...clusters.keys()].map((id) => deleteCluster(id)));
+    return { status: 200, body: { status: 'reset' } };
+  });
+  app.get('/api/v1/simulation/state', async () => ({ status: 200, body: { clusters: await Promise.all([...clusters.values()].map((c) => c.state())) } }));
+  app.get('/api/v1/simulation/metrics', async () => {
+    const out: Record<string, unknown> = {};
+    for (const c of clusters.values()) out[c.id] = c.metrics(await c.statuses());
+    return { status: 200, body: out };
+  });
+
+  // ---- clusters ----
+  app.post('/api/v1/clusters', (req) => createCluster(req.body as ClusterConfigBody), { body: ClusterConfigBody });
+  app.get('/api/v1/clusters', async () => ({ status: 200, body: await Promise.all([...clusters.values()].map((c) => c.state())) }));
+  app.delete('/api/v1/clusters/:id', async (req) => {
+    if (!(await deleteCluster(req.params['id'] ?? ''))) throw new HttpError(404, `cluster ${req.params['id']} not found`);
+    return { status: 204 };
+  });
+  app.get('/api/v1/clusters/:id/state', async (req) => ({ status: 200, body: await getCluster(req).state() }));
+  app.patch('/api/v1/clusters/:id/config', async (req) => {
+    const c = getCluster(req);
+    const body = req.body as ClusterConfigPatch;
+    if (body.replication_mode !== undefined && c.config.strategy === 'single_leader') {
+      c.config.replication_mode = body.replication_mode;
+      await Promise.all([...c.nodes.values()].map((n) => n.remote.control({ kind: 'replication_mode', mode: body.replication_mode as 'async' })));
+    }
+    return { status: 200, body: await c.state() };
+  }, { body: ClusterConfigPatch });
+
+  // ---- data ----
+  app.post('/api/v1/clusters/:id/write', async (req) => {
+    const c = getCluster(req);
+    const b = req.body as WriteRequest;
+    const op: ClientOp = { op: 'write', key: b.key, value: b.value ?? '' };
+    if (b.client_id !== undefined) op.client_id = b.client_id;
+    const r = await doWrite(c, op, b.target_node_id);
+    if (!r.ok) return { status: r.status, body: { error: r.error } };
+    return { status: 200, body: { entry: r.entry, node_id: r.node_id } };
+  }, { body: WriteRequest });
+
+  app.get('/api/v1/clusters/:id/read', async (req) => {
+    const c = getCluster(req);
+    const key = req.query.get('key');
+    if (key === null || key === '') throw new HttpError(404, 'query parameter key is required');
+    const nodeId = req.query.get('node_id') ?? c.defaultTarget();
+    getNode(c, nodeId);
+    const op: ClientOp = { op: 'read', key };
+    const clientId = req.query.get('client_id');
+    if (clientId) op.client_id = clientId;
+    if (hub.size > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
+    const r = await c.clientOp(nodeId as string, op);
+    if (!r.ok) return replyError(r, true);
+    metrics.reads.inc({ cluster_id: c.id, node_id: nodeId as string });
+    if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
+    return { status: 200, body: { entry: toKVEntry(r.result.entry), node_id: r.result.node_id } };
+  });
+
+  app.delete('/api/v1/clusters/:id/kv', async (req) => {
+    const c = getCluster(req);
+    const key = req.query.get('key');
+    if (key === null || key === '') throw new HttpError(400, 'query parameter key is required');
+    const nodeId = req.query.get('node_id') ?? undefined;
+    if (nodeId !== undefined) getNode(c, nodeId);
+    const op: ClientOp = { op: 'delete', key };
+    const clientId = req.query.get('client_id');
+    if (clientId) op.client_id = clientId;
+    const r = await doWrite(c, op, nodeId);
+    if (!r.ok) return { status: r.status, body: { error: r.error } };
+    return { status: 200, body: { status: 'deleted', key } };
+  });
+
+  app.post('/api/v1/clusters/:id/write-batch', async (req) => {
+    const c = getCluster(req);
+    const b = req.body as BatchWriteRequest;
+    if (b.atomic) {
+      if (c.config.strategy !== 'single_leader') throw new HttpError(400, `atomic batches are supported on single_leader clusters only (this cluster is ${c.config.strategy})`);
+      const leader = c.defaultTarget();
+      for (const e of b.entries) {
+        if (e.target_node_id !== undefined && e.target_node_id !== leader) {
+          if (!c.nodes.has(e.target_node_id)) throw new HttpError(404, `node ${e.target_node_id} not found in cluster ${c.id}`);
+          throw new HttpError(409, `an atomic batch is applied by the leader (${leader}); entry for key ${JSON.stringify(e.key)} targets ${e.target_node_id}`);
+        }
+      }
+      const op: ClientOp = { op: 'batch', entries: b.entries.map((e) => ({ key: e.key, value: e.value ?? '' })) };
+      if (b.client_id !== undefined) op.client_id = b.client_id;
+      const r = await c.clientOp(leader as string, op);
+      if (!r.ok) return { status: r.status, body: { error: r.error } };
+      if (r.result.kind !== 'batch') throw new HttpError(500, 'unexpected batch result');
+      countWrite(c, leader as string);
+      return { status: 200, body: { atomic: true, entries: r.result.entries.map((v: Version) => toKVEntry(v)) } };
+    }
+    const results = await Promise.all(b.entries.map(async (e) => {
+      const op: ClientOp = { op: 'write', key: e.key, value: e.value ?? '' };
+      const cid = e.client_id ?? b.client_id;
+      if (cid !== undefined) op.client_id = cid;
+      const r = await doWrite(c, op, e.target_node_id);
+      return r.ok ? { entry: r.entry, node_id: r.node_id } : { key: e.key, error: r.error };
+    }));
+    return { status: 200, body: { results } };
+  }, { body: BatchWriteRequest });
+
+  // ---- nodes ----
+  app.post('/api/v1/clusters/:id/nodes', async (req) => {
+    const c = getCluster(req);
+    if (c.nodes.size >= 64) throw new HttpError(409, 'a cluster has at most 64 nodes');
+    const h = await c.addNode();
+    publish(c.id, { type: 'node_state_changed', node_id: h.id, data: { state: 'online', reason: 'added' } });
+    return { status: 201, body: await c.nodeStatus(h.id) };
+  });
+  app.delete('/api/v1/clusters/:id/nodes/:nodeId', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    await c.removeNode(nodeId);
+    publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'offline', reason: 'removed' } });
+    return { status: 204 };
+  });
+  app.post('/api/v1/clusters/:id/nodes/:nodeId/pause', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    await c.pause(nodeId);
+    publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'paused' } });
+    return { status: 200, body: { status: 'paused', node: nodeId } };
+  });
+  app.post('/api/v1/clusters/:id/nodes/:nodeId/resume', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    await c.resume(nodeId);
+    publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online' } });
+    return { status: 200, body: { status: 'resumed', node: nodeId } };
+  });
+  app.post('/api/v1/clusters/:id/nodes/:nodeId/clock-skew', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    const ms = (req.body as ClockSkewRequest).ms;
+    await c.nodes.get(nodeId)?.remote.control({ kind: 'clock_skew', ms });
+    return { status: 200, body: { status: 'skewed', node: nodeId, skew_ms: ms } };
+  }, { body: ClockSkewRequest });
+  app.get('/api/v1/clusters/:id/nodes/:nodeId/log', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    return { status: 200, body: await c.nodes.get(nodeId)?.remote.log() };
+  });
+  app.get('/api/v1/clusters/:id/nodes/:nodeId/store', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    const store = (await c.nodes.get(nodeId)?.remote.store()) ?? {};
+    const out: Record<string, KVEntry> = {};
+    for (const [k, v] of Object.entries(store)) out[k] = toKVEntry(v);
+    return { status: 200, body: out };
+  });
+
+  // ---- network faults ----
+  const checkNodes = (c: Cluster, ids: string[]): void => {
+    for (const id of ids) if (!c.nodes.has(id)) throw new HttpError(400, `node ${id} is not in cluster ${c.id}`);
+  };
+  app.post('/api/v1/clusters/:id/network/partition', (req) => {
+    const c = getCluster(req);
+    const b = req.body as PartitionRequest;
+    checkNodes(c, [...b.group_a, ...b.group_b]);
+    const a = new Set(b.group_a);
+    const overlap = b.group_b.filter((x) => a.has(x));
+    if (overlap.length > 0) throw new HttpError(400, `group_a and group_b must be disjoint (both contain ${overlap.join(', ')})`);
+    if (new Set(b.group_a).size !== b.group_a.length || new Set(b.group_b).size !== b.group_b.length) throw new HttpError(400, 'a group lists the same node twice');
+    const pid = c.fabric.partition(b.group_a, b.group_b);
+    metrics.partitionActive.set({ cluster_id: c.id }, 1);
+    publish(c.id, { type: 'partition_created', data: { partition_id: pid, group_a: b.group_a, group_b: b.group_b } });
+    return { status: 201, body: { partition_id: pid } };
+  }, { body: PartitionRequest });
+  app.delete('/api/v1/clusters/:id/network/partition/:partId', (req) => {
+    const c = getCluster(req);
+    const pid = req.params['partId'] ?? '';
+    if (!c.fabric.heal(pid)) throw new HttpError(404, `partition ${pid} not found in cluster ${c.id}`);
+    metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
+    publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
+    c.kick();
+    return { status: 204 };
+  });
+  app.post('/api/v1/clusters/:id/network/latency', (req) => {
+    const c = getCluster(req);
+    const b = req.body as LatencyRequest;
+    getNode(c, b.from);
+    getNode(c, b.to);
+    if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+    c.fabric.setLatency(b.from, b.to, b.ms);
+    return { status: 200, body: { status: 'latency set', from: b.from, to: b.to, ms: b.ms } };
+  }, { body: LatencyRequest });
+  app.post('/api/v1/clusters/:id/network/drop', (req) => {
+    const c = getCluster(req);
+    const b = req.body as DropRequest;
+    getNode(c, b.from);
+    getNode(c, b.to);
+    if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+    c.fabric.setDropRate(b.from, b.to, b.rate);
+    return { status: 200, body: { status: 'drop rate set', from: b.from, to: b.to, rate: b.rate } };
+  }, { body: DropRequest });
+  app.delete('/api/v1/clusters/:id/network/faults', (req) => {
+    const c = getCluster(req);
+    const healed = [...c.fabric.partitions().keys()];
+    c.fabric.clearFaults();
+    c.applyRegionLatency();
+    metrics.partitionActive.set({ cluster_id: c.id }, 0);
+    for (const pid of healed) publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
+    c.kick();
+    return { status: 200, body: { status: 'faults cleared' } };
+  });
+
+  // ---- /ws ----
+  app.ws<{ clusterId: string | null }>('/ws', {
+    upgrade: (info) => ({ data: { clusterId: info.query.get('cluster_id') } }),
+    open: (c: WsClient<{ clusterId: string | null }>) => hub.add(c),
+    close: (c) => hub.remove(c),
+    maxQueueBytes: wsQueueBytes,
+  });
+
+  const port = await app.listen(opts.port, opts.host ?? '0.0.0.0');
+  return {
+    port,
+    app,
+    clusters,
+    close: async () => {
+      app.close();
+      await Promise.all([...clusters.keys()].map((id) => deleteCluster(id)));
+    },
+  };
+}
+
+export type { ClusterState };

@@ -1,0 +1,124 @@
+/**
+ * The node actor: one simulated node in its own worker_thread. A thin shell around a pure core:
+ * decode what arrives (peer frames from the fabric, client request batches), step the core with
+ * the current time, drain its output, encode, post. Control calls arrive over comlink. It holds
+ * no protocol logic and never talks to another worker directly: every peer message goes to the
+ * front process's fabric.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import * as Comlink from 'comlink';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { loadCore } from '../src/replication/cores/index.js';
+import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
+import { SeededRng } from '../src/util/rng.js';
+import { decode, encode, encodeTransferable, FrameWriter, nodeIdOf, nodeIndex, readFrames, type ToActor } from '../protocol/actor.js';
+
+export interface ActorInit {
+  core: Omit<CoreOptions, 'rng' | 'now'>;
+  seed: number;
+  control: MessagePort;
+  eventsEnabled: boolean;
+}
+
+const init = workerData as ActorInit;
+const port = parentPort;
+if (!port) throw new Error('node-actor must run in a worker thread');
+
+const factory = await loadCore(init.core.config.strategy);
+const core = factory({ ...init.core, rng: new SeededRng(init.seed), now: Date.now() });
+const out: CoreOutput = { messages: [], replies: [], events: [] };
+let paused = false;
+let eventsEnabled = init.eventsEnabled;
+let timer: NodeJS.Timeout | undefined;
+let timerAt = Infinity;
+
+function flush(): void {
+  core.drain(out);
+  const msg: { net?: ArrayBuffer; out?: ArrayBuffer } = {};
+  const transfer: ArrayBuffer[] = [];
+  if (out.messages.length > 0) {
+    const w = new FrameWriter();
+    for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg));
+    msg.net = w.finish();
+    transfer.push(msg.net);
+    out.messages.length = 0;
+  }
+  if (!eventsEnabled) out.events.length = 0;
+  if (out.replies.length > 0 || out.events.length > 0) {
+    msg.out = encodeTransferable({ replies: out.replies, events: out.events });
+    transfer.push(msg.out);
+    out.replies.length = 0;
+    out.events.length = 0;
+  }
+  if (transfer.length > 0) port!.postMessage(msg, transfer);
+  schedule();
+}
+
+/** One timer at the core's next deadline (no fixed tick: idle nodes cost nothing). */
+function schedule(): void {
+  if (paused) return;
+  const d = core.nextDeadline();
+  if (d === Infinity || d >= timerAt) return;
+  if (timer) clearTimeout(timer);
+  timerAt = d;
+  timer = setTimeout(onTimer, Math.max(0, d - Date.now()));
+}
+
+function onTimer(): void {
+  timer = undefined;
+  timerAt = Infinity;
+  if (paused) return;
+  core.onTick(Date.now());
+  flush();
+}
+
+port.on('message', (m: ToActor) => {
+  const now = Date.now();
+  if (m.net) {
+    readFrames(m.net, (fromIdx, bytes) => core.onMessage(nodeIdOf(fromIdx), decode(bytes), now));
+  }
+  if (m.req) {
+    for (const r of decode<ClientRequest[]>(new Uint8Array(m.req))) core.onClient(r, now);
+  }
+  flush();
+});
+
+const api = {
+  status() {
+    return core.status(Date.now());
+  },
+  log() {
+    return core.logView();
+  },
+  store() {
+    return core.storeView();
+  },
+  control(cmd: ControlCommand) {
+    const r = core.control(cmd, Date.now());
+    flush();
+    return r;
+  },
+  pause() {
+    paused = true;
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    timerAt = Infinity;
+    return true;
+  },
+  resume() {
+    paused = false;
+    core.onTick(Date.now());
+    flush();
+    return true;
+  },
+  setEvents(on: boolean) {
+    eventsEnabled = on;
+    return true;
+  },
+  persistentState() {
+    return core.persistentState?.();
+  },
+};
+export type ActorApi = typeof api;
+
+Comlink.expose(api, nodeEndpoint(init.control));
