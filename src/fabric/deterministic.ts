@@ -61,6 +61,8 @@ export interface DetClusterOptions {
   fabric?: { linkQueueMax?: number; inboxMax?: number };
   clusterId?: string;
   regions?: Record<NodeId, number>;
+  /** Trace lines kept in `trace` (default traceLinesMax); 0 keeps only the hash (long fuzz runs). */
+  traceLinesMax?: number;
 }
 
 export type DetNodeState = 'online' | 'paused' | 'offline';
@@ -92,6 +94,8 @@ export class DetCluster {
   private reqSeq = 0;
   private readonly out: CoreOutput = emptyOutput();
   private readonly hash: Hash = createHash('sha256');
+  /** Trace text not yet fed to the hash: one update per ~64 KiB instead of one per line. */
+  private hashPending = '';
   private instant = -Infinity;
   private stepsAtInstant = 0;
   private readonly sink = (to: string, batch: Array<Delivery<unknown>>): void => this.deliver(to, batch);
@@ -296,6 +300,7 @@ export class DetCluster {
 
   /** sha256 (hex) of every trace line, each followed by a newline, including lines past the cap. */
   traceHash(): string {
+    this.feedHash();
     return this.hash.copy().digest('hex');
   }
 
@@ -368,10 +373,16 @@ export class DetCluster {
     this.line(`${this.clock} reply ${nodeId} #${r.id} ${r.ok ? 'ok' : `${r.code}`}`);
   }
 
+  private feedHash(): void {
+    if (this.hashPending.length === 0) return;
+    this.hash.update(this.hashPending);
+    this.hashPending = '';
+  }
+
   private line(s: string): void {
-    this.hash.update(s);
-    this.hash.update('\n');
-    if (this.trace.length < traceLinesMax) this.trace.push(s);
+    this.hashPending += `${s}\n`;
+    if (this.hashPending.length >= 65_536) this.feedHash();
+    if (this.trace.length < (this.opts.traceLinesMax ?? traceLinesMax)) this.trace.push(s);
     else this.traceDropped++;
   }
 }
@@ -385,13 +396,17 @@ export function summarize(msg: unknown): string {
   if (msg === null || typeof msg !== 'object') return String(msg);
   if (Array.isArray(msg)) return `[${msg.length}]`;
   if (msg instanceof Uint8Array) return `bytes(${msg.length})`;
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(msg as Record<string, unknown>)) {
+  const rec = msg as Record<string, unknown>;
+  let out = '';
+  for (const k in rec) {
+    if (!Object.hasOwn(rec, k)) continue;
+    const v = rec[k];
     if (v === undefined) continue;
-    if (typeof v === 'string') parts.push(`${k}=${v.length > 24 ? `${v.slice(0, 24)}…` : v}`);
-    else if (v === null || typeof v !== 'object') parts.push(`${k}=${String(v)}`);
-    else if (Array.isArray(v)) parts.push(`${k}=[${v.length}]`);
-    else parts.push(`${k}={..}`);
+    if (out.length > 0) out += ' ';
+    if (typeof v === 'string') out += `${k}=${v.length > 24 ? `${v.slice(0, 24)}…` : v}`;
+    else if (v === null || typeof v !== 'object') out += `${k}=${String(v)}`;
+    else if (Array.isArray(v)) out += `${k}=[${v.length}]`;
+    else out += `${k}={..}`;
   }
-  return parts.join(' ');
+  return out;
 }

@@ -347,9 +347,11 @@ export class Fabric<P> {
 
   /**
    * Moves every message due at `now` into its destination's inbox (dropping it if a partition now
-   * separates the ends), then hands each deliverable node its whole inbox: one sink call per
-   * destination, in slot order, each batch in arrival order (per-link FIFO kept). The sink owns the
-   * batch array and may call submit. Returns the number of messages handed to sinks.
+   * separates the ends, or if the destination is not deliverable and its inbox is full), then hands
+   * each deliverable node its whole inbox: one sink call per destination, in slot order, each batch
+   * in arrival order (per-link FIFO kept; links in (due time, from slot) order). A message already in
+   * an inbox has arrived: a later partition does not take it back. The sink owns the batch array and
+   * may call submit (what it submits waits for the next call). Returns the messages handed to sinks.
    */
   deliverDue(now: number, sink: (to: string, batch: Array<Delivery<P>>) => void): number {
     const heap = this.heap;

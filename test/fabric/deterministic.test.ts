@@ -210,8 +210,8 @@ function counter(c: DetCluster, id: string): CounterCore {
 }
 
 /** Drives a cluster through 3 s of virtual time with random faults chosen from the runtime's rng. */
-function chaos(seed: number, encode = false): { hash: string; lines: number; replies: number; c: DetCluster } {
-  const c = cluster({ seed, encode });
+function chaos(seed: number, encode = false, traceLinesMax?: number): { hash: string; lines: number; replies: number; c: DetCluster } {
+  const c = cluster({ seed, encode, ...(traceLinesMax !== undefined ? { traceLinesMax } : {}) });
   const ids = c.nodeIds();
   const reqs: number[] = [];
   for (let round = 0; round < 60; round++) {
@@ -289,6 +289,19 @@ t.test('the chaos run really injects faults and every client request is answered
   t.ok(asked >= 10, `${asked} client requests were made`);
   t.equal(unexplained, 0, 'every unanswered request went to a node that crashed before answering');
   t.ok(run.c.events.every((e) => typeof e.at === 'number' && e.node_id !== undefined), 'events carry time and node');
+});
+
+t.test('the trace hash covers lines past the in-memory cap', async (t) => {
+  const full = chaos(8);
+  const hashOnly = chaos(8, false, 0);
+  const capped = chaos(8, false, 10);
+  t.equal(hashOnly.lines, 0, 'no lines kept');
+  t.equal(capped.lines, 10);
+  t.equal(capped.c.traceDropped, full.lines - 10, 'lines past the cap are counted');
+  t.equal(hashOnly.hash, full.hash);
+  t.equal(capped.hash, full.hash);
+  const { createHash } = await import('node:crypto');
+  t.equal(full.hash, createHash('sha256').update(full.c.trace.map((l) => `${l}\n`).join('')).digest('hex'), 'sha256 of the lines, newline-terminated');
 });
 
 t.test('msgpack encoding, like the live wire, does not change the run', async (t) => {
