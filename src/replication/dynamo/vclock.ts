@@ -38,19 +38,23 @@ export function descends(a: VClock, b: VClock): boolean {
   return o === 'after' || o === 'equal';
 }
 
-/** The vector-clock merge rule: element-wise maximum, the least upper bound of a and b. */
+/**
+ * The vector-clock merge rule: element-wise maximum, the least upper bound of a and b. The result
+ * has its ids in sorted order and no zero entries, so equal clocks serialise to equal JSON.
+ */
 export function mergeClocks(a: VClock, b: VClock): Record<NodeId, number> {
+  const max = new Map<NodeId, number>();
+  for (const [id, n] of Object.entries(a)) if (n > 0) max.set(id, n);
+  for (const [id, n] of Object.entries(b)) if (n > (max.get(id) ?? 0)) max.set(id, n);
   const out: Record<NodeId, number> = {};
-  for (const [id, n] of Object.entries(a)) if (n > 0) out[id] = n;
-  for (const [id, n] of Object.entries(b)) if (n > (out[id] ?? 0)) out[id] = n;
+  for (const id of [...max.keys()].sort()) out[id] = max.get(id) as number;
   return out;
 }
 
 /** A local event at `id`: its own entry goes up by one, the others are kept. */
 export function incrementClock(c: VClock, id: NodeId): Record<NodeId, number> {
-  const out = mergeClocks(c, {});
-  out[id] = entry(c, id) + 1;
-  invariant(out[id] > entry(c, id), 'vector clock entries never go down');
+  const out = mergeClocks(c, { [id]: entry(c, id) + 1 });
+  invariant((out[id] ?? 0) > entry(c, id), 'vector clock entries never go down');
   return out;
 }
 

@@ -1,0 +1,77 @@
+/**
+ * Helpers on stored versions shared by the leaderless and multi-leader cores: the last-writer-wins
+ * order (HLC timestamp, then node id), a digest of a version, and a strict HLC observe.
+ * Not a storage engine: the cores keep their own maps.
+ */
+import type { Version } from '../core.js';
+import type { HybridClock } from '../hlc.js';
+import { hashText } from './merkle.js';
+
+/**
+ * LWW order: the later HLC timestamp wins, ties go to the larger node id; two copies that still tie
+ * (a corrupted replica) are ordered by tombstone then value so every replica picks the same one.
+ */
+export function lwwCompare(a: Version, b: Version): number {
+  if (a.timestamp !== b.timestamp) return a.timestamp < b.timestamp ? -1 : 1;
+  if (a.node_id !== b.node_id) return a.node_id < b.node_id ? -1 : 1;
+  if (a.tombstone !== b.tombstone) return a.tombstone ? 1 : -1;
+  if (a.value !== b.value) return a.value < b.value ? -1 : 1;
+  return 0;
+}
+
+/** a strictly beats b under LWW. */
+export function lwwNewer(a: Version, b: Version): boolean {
+  return lwwCompare(a, b) > 0;
+}
+
+/** What identifies a version's content (not its vector clock). */
+export function versionDigest(v: Version | null | undefined): string {
+  if (!v) return 'none';
+  return hashText(`${v.timestamp}|${v.node_id}|${v.tombstone ? 1 : 0}|${v.value}`);
+}
+
+/**
+ * Merges a remote HLC timestamp so the next local tick is strictly later. HybridClock.observe
+ * floors ns/1000, and near 1.7e18 ns a double can round a microsecond down; observing one
+ * microsecond further keeps "receive after send" strict (the HLC receive rule).
+ */
+export function observeStrict(clock: HybridClock, remoteNs: number): void {
+  if (Number.isFinite(remoteNs) && remoteNs > 0) clock.observe(remoteNs + 1000);
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/** Shape check for a Version arriving from a peer (the fabric may carry msgpack-decoded objects). */
+export function isVersion(x: unknown): x is Version {
+  return (
+    isObject(x) &&
+    typeof x.key === 'string' &&
+    typeof x.value === 'string' &&
+    typeof x.tombstone === 'boolean' &&
+    typeof x.timestamp === 'number' &&
+    typeof x.node_id === 'string' &&
+    typeof x.version === 'number' &&
+    isObject(x.vclock) &&
+    Object.values(x.vclock).every((n) => typeof n === 'number')
+  );
+}
+
+export function isStringArray(x: unknown): x is string[] {
+  return Array.isArray(x) && x.every((s) => typeof s === 'string');
+}
+
+export function isVersionArray(x: unknown): x is Version[] {
+  return Array.isArray(x) && x.every(isVersion);
+}
+
+export function isPairArray(x: unknown): x is Array<[string, string]> {
+  return Array.isArray(x) && x.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string');
+}
+
+export function isNumberArray(x: unknown): x is number[] {
+  return Array.isArray(x) && x.every((n) => typeof n === 'number');
+}
+
+export { isObject };
