@@ -1,0 +1,90 @@
+/**
+ * Request guards shared by the routes: bearer-token authentication with the required role
+ * (401 `missing token` / `invalid token`, 403 naming the role), SDK-key lookup, path-key checks and
+ * If-Match parsing. They throw HttpError, which the adapter turns into `{error}` bodies.
+ */
+import { HttpError, type HttpRequest } from '../../http/index.js';
+import { isValidKey } from '../model/validate.js';
+import { roleAtLeast, roleForMethod, type Role } from '../auth/roles.js';
+import type { AuthService } from '../auth/service.js';
+import type { Principal } from '../auth/tokens.js';
+import type { EnvironmentInfo, FlagStore, WriteFailure } from '../store/types.js';
+import { unreachable } from '../../util/assert.js';
+
+export async function requireRole(auth: AuthService, req: HttpRequest<unknown>, need: Role = roleForMethod(req.method)): Promise<Principal> {
+  const r = await auth.authenticate(req.headers['authorization']);
+  if (!r.ok) {
+    const challenge = { 'www-authenticate': r.code === 'missing_token' ? 'Bearer' : 'Bearer error="invalid_token"' };
+    throw new HttpError(401, r.code === 'missing_token' ? 'missing token' : 'invalid token', challenge);
+  }
+  if (!roleAtLeast(r.principal.role, need)) {
+    throw new HttpError(403, `this needs the ${need} role; ${r.principal.email} is ${r.principal.role}`);
+  }
+  return r.principal;
+}
+
+/**
+ * SDK keys → environments. A key never changes owner, so known keys are cached (capped, oldest
+ * dropped first); unknown keys always go to the store.
+ */
+export class SdkKeys {
+  private readonly known = new Map<string, EnvironmentInfo>();
+
+  constructor(
+    private readonly store: FlagStore,
+    private readonly entriesMax = 10_000,
+  ) {}
+
+  async lookup(key: string): Promise<EnvironmentInfo | undefined> {
+    const hit = this.known.get(key);
+    if (hit) return hit;
+    const env = await this.store.environmentBySdkKey(key);
+    if (env) {
+      this.known.set(key, env);
+      if (this.known.size > this.entriesMax) this.known.delete(this.known.keys().next().value as string);
+    }
+    return env;
+  }
+}
+
+/** SDK routes: the environment's SDK key as the Authorization value, raw or as `Bearer <key>`. */
+export async function requireSdkKey(keys: SdkKeys, req: HttpRequest<unknown>): Promise<EnvironmentInfo> {
+  const raw = req.headers['authorization']?.trim();
+  if (!raw) throw new HttpError(401, 'missing token');
+  const key = /^Bearer\s+/i.test(raw) ? raw.replace(/^Bearer\s+/i, '') : raw;
+  const env = await keys.lookup(key);
+  if (!env) throw new HttpError(401, 'invalid token');
+  return env;
+}
+
+/** A path key that a write will create (project, environment) must be URL-safe. */
+export function checkKey(name: string, value: string): void {
+  if (!isValidKey(value)) {
+    throw new HttpError(400, `${name}: must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(value)})`);
+  }
+}
+
+/** `If-Match: 3`, `"3"` or `W/"3"` → 3; absent → undefined; anything else is a 400. */
+export function ifMatchVersion(req: HttpRequest<unknown>): number | undefined {
+  const h = req.headers['if-match'];
+  if (h === undefined || h.trim() === '') return undefined;
+  const m = /^(?:W\/)?"?(\d{1,15})"?$/.exec(h.trim());
+  if (!m?.[1]) throw new HttpError(400, `If-Match: must be the version to replace, e.g. If-Match: 3 (got ${JSON.stringify(h)})`);
+  return Number(m[1]);
+}
+
+/** Store write failures → HTTP statuses: 404, 409, 412, 400. */
+export function writeFailure(f: WriteFailure): never {
+  switch (f.code) {
+    case 'not_found':
+      throw new HttpError(404, f.message);
+    case 'duplicate':
+      throw new HttpError(409, f.message);
+    case 'version_mismatch':
+      throw new HttpError(412, f.message, { etag: `"${f.currentVersion}"` });
+    case 'invalid':
+      throw new HttpError(400, f.message);
+    default:
+      return unreachable(f);
+  }
+}

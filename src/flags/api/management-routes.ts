@@ -1,0 +1,191 @@
+/**
+ * The management API under /api/v1 (spec "Endpoints" plus DECISIONS.md's projects, environments,
+ * audit and evaluation routes). Every route needs a bearer token: GET viewer, POST/PUT editor,
+ * DELETE admin (evaluation is a read, so viewer). Bodies are decoded by the model's decoders (400
+ * naming the field); the store's outcomes map to 404/409/412; prerequisite cycles are checked inside
+ * the write transaction. Thin: no storage or evaluation logic here.
+ */
+import { HttpError, type HttpApp, type HttpRequest, type HttpResult } from '../../http/index.js';
+import { decodeFlagCreate, decodeFlagPut, decodeSegmentCreate, decodeSegmentPut } from '../model/decode.js';
+import type { FieldError, Flag, FlagDefinition } from '../model/types.js';
+import { validateFlag } from '../model/validate.js';
+import type { FlagWriteCheck, WriteMeta } from '../store/types.js';
+import type { Principal } from '../auth/tokens.js';
+import type { FlagsContext } from './context.js';
+import { decodeEvaluateBody, Evaluator } from './evaluation.js';
+import { checkKey, ifMatchVersion, requireRole, writeFailure } from './guard.js';
+
+export const auditLimitDefault = 100;
+export const auditLimitMax = 500;
+
+/** Prerequisite rules that need the other flags (variation exists, no cycle), run in the write transaction. */
+const prerequisiteCheck: FlagWriteCheck = (candidate: FlagDefinition, others: readonly Flag[]): FieldError | undefined => {
+  if (candidate.prerequisites.length === 0) return undefined;
+  const byKey = new Map(others.map((f) => [f.key, f]));
+  return validateFlag(candidate, { lookupFlag: (k) => byKey.get(k) })[0];
+};
+
+function badBody(errors: readonly FieldError[]): never {
+  throw new HttpError(400, errors[0]?.message ?? 'body: invalid');
+}
+
+function param(req: HttpRequest<unknown>, name: string): string {
+  const v = req.params[name];
+  if (v === undefined) throw new HttpError(404, `missing path parameter ${name}`);
+  return v;
+}
+
+/** `?limit=`: default 100, above 500 means 500, anything but a positive integer is a 400. */
+export function parseAuditLimit(raw: string | null): number {
+  if (raw === null) return auditLimitDefault;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new HttpError(400, `limit: must be a positive integer (got ${JSON.stringify(raw)})`);
+  return Math.min(Number(raw), auditLimitMax);
+}
+
+function versioned(status: number, doc: { version: number }, extra: Record<string, string> = {}): HttpResult {
+  return { status, body: doc, headers: { etag: `"${doc.version}"`, ...extra } };
+}
+
+export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void {
+  const { store, auth } = ctx;
+  const evaluator = new Evaluator(ctx);
+  const meta = (p: Principal, req: HttpRequest<unknown>): WriteMeta => {
+    const m: WriteMeta = { actor: p.email, at: new Date(ctx.now()).toISOString() };
+    const v = ifMatchVersion(req);
+    if (v !== undefined) m.ifVersion = v;
+    return m;
+  };
+  const P = '/api/v1/projects/:projectKey';
+  const E = `${P}/environments/:envKey`;
+
+  // ---- projects and environments ----------------------------------------------------------
+
+  app.get('/api/v1/projects', async (req) => {
+    await requireRole(auth, req);
+    return { status: 200, body: await store.listProjects() };
+  });
+
+  app.get(`${P}/environments`, async (req) => {
+    await requireRole(auth, req);
+    return { status: 200, body: await store.listEnvironments(param(req, 'projectKey')) };
+  });
+
+  // Environments also come into being on the first flag write; this creates one explicitly (idempotent).
+  app.put(E, async (req) => {
+    await requireRole(auth, req);
+    const p = param(req, 'projectKey');
+    const e = param(req, 'envKey');
+    checkKey('projectKey', p);
+    checkKey('envKey', e);
+    return { status: 200, body: await store.ensureEnvironment(p, e, new Date(ctx.now()).toISOString()) };
+  });
+
+  // ---- flags ------------------------------------------------------------------------------
+
+  app.get(`${E}/flags`, async (req) => {
+    await requireRole(auth, req);
+    return { status: 200, body: await store.listFlags(param(req, 'projectKey'), param(req, 'envKey')) };
+  });
+
+  app.post(`${E}/flags`, async (req) => {
+    const who = await requireRole(auth, req);
+    const p = param(req, 'projectKey');
+    const e = param(req, 'envKey');
+    checkKey('projectKey', p);
+    checkKey('envKey', e);
+    const d = decodeFlagCreate(req.body ?? {});
+    if (!d.ok) badBody(d.errors);
+    const r = await store.createFlag(p, e, d.value, meta(who, req), prerequisiteCheck);
+    if (!r.ok) writeFailure(r);
+    await ctx.settled();
+    return versioned(201, r.value, { location: `/api/v1/projects/${p}/environments/${e}/flags/${r.value.key}` });
+  });
+
+  app.get(`${E}/flags/:flagKey`, async (req) => {
+    await requireRole(auth, req);
+    const f = await store.getFlag(param(req, 'projectKey'), param(req, 'envKey'), param(req, 'flagKey'));
+    if (!f) throw new HttpError(404, `flag ${JSON.stringify(param(req, 'flagKey'))} not found`);
+    return versioned(200, f);
+  });
+
+  app.put(`${E}/flags/:flagKey`, async (req) => {
+    const who = await requireRole(auth, req);
+    const m = meta(who, req);
+    const d = decodeFlagPut(req.body ?? {}, param(req, 'flagKey'));
+    if (!d.ok) badBody(d.errors);
+    const r = await store.replaceFlag(param(req, 'projectKey'), param(req, 'envKey'), d.value, m, prerequisiteCheck);
+    if (!r.ok) writeFailure(r);
+    await ctx.settled();
+    return versioned(200, r.value);
+  });
+
+  app.delete(`${E}/flags/:flagKey`, async (req) => {
+    const who = await requireRole(auth, req);
+    const r = await store.deleteFlag(param(req, 'projectKey'), param(req, 'envKey'), param(req, 'flagKey'), meta(who, req));
+    if (!r.ok) writeFailure(r);
+    await ctx.settled();
+    return { status: 204 };
+  });
+
+  // ---- segments ---------------------------------------------------------------------------
+
+  app.get(`${P}/segments`, async (req) => {
+    await requireRole(auth, req);
+    return { status: 200, body: await store.listSegments(param(req, 'projectKey')) };
+  });
+
+  app.post(`${P}/segments`, async (req) => {
+    const who = await requireRole(auth, req);
+    const p = param(req, 'projectKey');
+    checkKey('projectKey', p);
+    const d = decodeSegmentCreate(req.body ?? {});
+    if (!d.ok) badBody(d.errors);
+    const r = await store.createSegment(p, d.value, meta(who, req));
+    if (!r.ok) writeFailure(r);
+    await ctx.settled();
+    return versioned(201, r.value, { location: `/api/v1/projects/${p}/segments/${r.value.key}` });
+  });
+
+  app.get(`${P}/segments/:segmentKey`, async (req) => {
+    await requireRole(auth, req);
+    const s = await store.getSegment(param(req, 'projectKey'), param(req, 'segmentKey'));
+    if (!s) throw new HttpError(404, `segment ${JSON.stringify(param(req, 'segmentKey'))} not found`);
+    return versioned(200, s);
+  });
+
+  app.put(`${P}/segments/:segmentKey`, async (req) => {
+    const who = await requireRole(auth, req);
+    const m = meta(who, req);
+    const d = decodeSegmentPut(req.body ?? {}, param(req, 'segmentKey'));
+    if (!d.ok) badBody(d.errors);
+    const r = await store.replaceSegment(param(req, 'projectKey'), d.value, m);
+    if (!r.ok) writeFailure(r);
+    await ctx.settled();
+    return versioned(200, r.value);
+  });
+
+  // Flags whose rules name the segment keep their rules; such clauses then never match.
+  app.delete(`${P}/segments/:segmentKey`, async (req) => {
+    const who = await requireRole(auth, req);
+    const r = await store.deleteSegment(param(req, 'projectKey'), param(req, 'segmentKey'), meta(who, req));
+    if (!r.ok) writeFailure(r);
+    await ctx.settled();
+    return { status: 204 };
+  });
+
+  // ---- audit and evaluation ---------------------------------------------------------------
+
+  app.get(`${P}/audit`, async (req) => {
+    await requireRole(auth, req);
+    const limit = parseAuditLimit(req.query.get('limit'));
+    return { status: 200, body: await store.listAudit(param(req, 'projectKey'), limit) };
+  });
+
+  // Evaluation changes nothing, so a viewer may do it although it is a POST.
+  app.post(`${E}/evaluate`, async (req) => {
+    await requireRole(auth, req, 'viewer');
+    const body = decodeEvaluateBody(req.body);
+    const env = await ctx.replica.environment(param(req, 'projectKey'), param(req, 'envKey'));
+    return { status: 200, body: evaluator.run(env, body) };
+  });
+}

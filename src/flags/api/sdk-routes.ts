@@ -1,0 +1,42 @@
+/**
+ * The SDK surface, authenticated by an environment's SDK key (raw or `Bearer <key>`), never by a
+ * user token: `GET /sdk/v1/stream` (server-sent events, see ../stream/hub.ts), `POST
+ * /sdk/v1/evaluate` (server-side evaluation) and `GET /sdk/v1/latest-all` (the put payload, for
+ * polling clients). Thin: it resolves the key and hands over to the hub or the evaluator.
+ */
+import { HttpError, type HttpApp } from '../../http/index.js';
+import type { FlagsContext } from './context.js';
+import { decodeEvaluateBody, Evaluator } from './evaluation.js';
+import { requireSdkKey, SdkKeys } from './guard.js';
+
+/** Per-client unsent bytes before a stream client counts as slow and is disconnected. */
+export const sseClientBufferBytesDefault = 512 * 1024;
+
+function lastEventId(raw: string | undefined): number | undefined {
+  if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
+  return Number(raw.trim());
+}
+
+export function registerSdkRoutes(app: HttpApp, ctx: FlagsContext, sseClientBufferBytes = sseClientBufferBytesDefault): void {
+  const evaluator = new Evaluator(ctx);
+  const keys = new SdkKeys(ctx.store);
+
+  app.stream('/sdk/v1/stream', async (req, stream) => {
+    const env = await requireSdkKey(keys, req);
+    const r = await ctx.hub.connect(env, stream, lastEventId(req.headers['last-event-id']));
+    if (!r.ok && r.code === 'over_capacity') throw new HttpError(503, 'too many stream clients; retry later', { 'retry-after': '5' });
+  }, sseClientBufferBytes);
+
+  app.post('/sdk/v1/evaluate', async (req) => {
+    const env = await requireSdkKey(keys, req);
+    const body = decodeEvaluateBody(req.body);
+    const state = await ctx.replica.environment(env.projectKey, env.key);
+    return { status: 200, body: evaluator.run(state, body) };
+  });
+
+  app.get('/sdk/v1/latest-all', async (req) => {
+    const env = await requireSdkKey(keys, req);
+    const state = await ctx.replica.environment(env.projectKey, env.key);
+    return { status: 200, body: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) } };
+  });
+}

@@ -1,0 +1,47 @@
+/**
+ * Login rate limiting per client address: a sliding window of at most `attemptsMax` attempts per
+ * `windowMs`. Pure: the caller passes the time. The address table is capped (`addressesMax`, least
+ * recently seen evicted first, evictions counted) so a flood of addresses cannot grow memory.
+ */
+
+export interface RateLimitConfig {
+  attemptsMax: number;
+  windowMs: number;
+  addressesMax: number;
+}
+
+export const defaultLoginRateLimit: RateLimitConfig = { attemptsMax: 10, windowMs: 60_000, addressesMax: 10_000 };
+
+export type RateDecision = { ok: true } | { ok: false; retryAfterSec: number };
+
+export class SlidingWindowLimiter {
+  /** Per address, attempt times inside the window, oldest first (at most attemptsMax). */
+  private readonly attempts = new Map<string, number[]>();
+  evictions = 0;
+
+  constructor(readonly config: RateLimitConfig) {}
+
+  /** Records an attempt at `nowMs` unless the address is over its limit. */
+  attempt(address: string, nowMs: number): RateDecision {
+    const { attemptsMax, windowMs, addressesMax } = this.config;
+    const times = (this.attempts.get(address) ?? []).filter((t) => t > nowMs - windowMs);
+    this.attempts.delete(address);
+    if (times.length >= attemptsMax) {
+      this.attempts.set(address, times);
+      const oldest = times[0] ?? nowMs;
+      return { ok: false, retryAfterSec: Math.max(1, Math.ceil((oldest + windowMs - nowMs) / 1000)) };
+    }
+    times.push(nowMs);
+    this.attempts.set(address, times);
+    while (this.attempts.size > addressesMax) {
+      const lru = this.attempts.keys().next().value as string;
+      this.attempts.delete(lru);
+      this.evictions++;
+    }
+    return { ok: true };
+  }
+
+  get trackedAddresses(): number {
+    return this.attempts.size;
+  }
+}

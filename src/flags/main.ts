@@ -1,0 +1,25 @@
+/**
+ * Runs the feature-flag service alone: `node dist/src/flags/main.js` (FLAGS_PORT, default 8070).
+ * Stops cleanly on SIGINT/SIGTERM. Everything else is in server.ts.
+ */
+import { createLogger } from '../util/logger.js';
+import { startFlags } from './server.js';
+
+const logger = createLogger('flags');
+const server = await startFlags({ logger });
+logger.info(`feature flags on http://localhost:${server.port}`);
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'flags: shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

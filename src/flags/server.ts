@@ -1,0 +1,135 @@
+/**
+ * Assembles the feature-flag service: store (SQLite or PostgreSQL), auth, change feed → replica →
+ * SSE hub, metrics, and the HTTP routes on the shared uWebSockets.js adapter. `startFlags` returns
+ * the bound port and a `close()` that stops everything and closes the database, so a restart on the
+ * same file works. Configuration comes from `env` (FLAGS_PORT, FLAGS_DB, DATABASE_URL, FLAGS_JWT_SECRET,
+ * FLAGS_ADMIN_EMAIL, FLAGS_ADMIN_PASSWORD and the limits below); nothing is read from process.env here.
+ */
+import { HttpApp, healthRoutes } from '../http/index.js';
+import { createLogger, type Logger } from '../util/logger.js';
+import { registerAuthRoutes } from './api/auth-routes.js';
+import type { FlagsContext } from './api/context.js';
+import { registerManagementRoutes } from './api/management-routes.js';
+import { createMetrics } from './api/metrics.js';
+import { registerSdkRoutes, sseClientBufferBytesDefault } from './api/sdk-routes.js';
+import { defaultLoginRateLimit, type RateLimitConfig } from './auth/rate-limit.js';
+import { AuthService } from './auth/service.js';
+import { ChangeFeed } from './store/feed.js';
+import { openStoreFromEnv } from './store/index.js';
+import type { FlagStore } from './store/types.js';
+import { defaultStreamLimits, StreamHub, type StreamLimits } from './stream/hub.js';
+import { Replica } from './stream/replica.js';
+
+export const flagsPortDefault = 8070;
+
+export interface StartFlagsOptions {
+  /** Port to listen on; 0 picks a free one. Default: FLAGS_PORT, else 8070. */
+  port?: number;
+  host?: string;
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  /** Wall clock in ms; injected so tests can move time (token expiry, rate limits). */
+  now?: () => number;
+}
+
+export interface FlagsServer {
+  port: number;
+  store: FlagStore;
+  close(): Promise<void>;
+}
+
+function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min} (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+/**
+ * Limits from the environment:
+ * FLAGS_LOGIN_ATTEMPTS_PER_MINUTE (10), FLAGS_SSE_HEARTBEAT_MS (15000), FLAGS_SSE_CLIENTS_MAX (20000),
+ * FLAGS_SSE_REPLAY_LOG_MAX (4096), FLAGS_SSE_CLIENT_BUFFER_BYTES (524288), FLAGS_AUDIT_MAX_PER_PROJECT (100000).
+ */
+function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; stream: StreamLimits; sseBufferBytes: number; auditMax: number } {
+  return {
+    login: { ...defaultLoginRateLimit, attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_MINUTE', defaultLoginRateLimit.attemptsMax, 1), windowMs: 60_000 },
+    stream: {
+      heartbeatMs: intFromEnv(env, 'FLAGS_SSE_HEARTBEAT_MS', defaultStreamLimits.heartbeatMs),
+      clientsMax: intFromEnv(env, 'FLAGS_SSE_CLIENTS_MAX', defaultStreamLimits.clientsMax, 1),
+      replayLogEntriesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_MAX', defaultStreamLimits.replayLogEntriesMax, 1),
+    },
+    sseBufferBytes: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, 1024),
+    auditMax: intFromEnv(env, 'FLAGS_AUDIT_MAX_PER_PROJECT', 100_000, 1),
+  };
+}
+
+export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsServer> {
+  const env = opts.env ?? process.env;
+  const logger = opts.logger ?? createLogger('flags', env);
+  const now = opts.now ?? Date.now;
+  const limits = limitsFromEnv(env);
+  const port = opts.port ?? intFromEnv(env, 'FLAGS_PORT', flagsPortDefault);
+
+  const store = await openStoreFromEnv(env, logger, { auditRecordsPerProjectMax: limits.auditMax });
+  let feed: ChangeFeed | undefined;
+  let hub: StreamHub | undefined;
+  let app: HttpApp | undefined;
+  try {
+    const auth = await AuthService.start({ store, env, logger, now, loginRateLimit: limits.login });
+    const from = await store.latestSeq();
+    const replica = new Replica((p, e) => store.snapshot(p, e), from);
+    const theHub = new StreamHub(replica, limits.stream, () => store.latestSeq());
+    hub = theHub;
+    let feedHealthy = true;
+    const theFeed = new ChangeFeed(store, {
+      from,
+      onChange: (c) => {
+        feedHealthy = true;
+        theHub.publish(c, replica.apply(c));
+      },
+      onError: (err) => {
+        feedHealthy = false;
+        logger.error({ err }, 'flags: reading the change feed failed; retrying on the next notification or poll');
+      },
+      pollMs: store.kind === 'postgres' ? 2000 : 0,
+    });
+    feed = theFeed;
+    const metrics = createMetrics({ store, hub: theHub, replica, auth, feedPosition: () => theFeed.position });
+    const ctx: FlagsContext = { store, auth, replica, hub: theHub, metrics, logger, now, settled: () => theFeed.caughtUp() };
+
+    const theApp = new HttpApp({
+      name: 'flags',
+      logger,
+      cors: { origins: '*' },
+      onResponse: (method, status) => metrics.httpRequests.inc({ method, status: String(status) }),
+    });
+    app = theApp;
+    healthRoutes(theApp, metrics.registry, () => ({ ready: feedHealthy, detail: { store: store.kind, feedPosition: theFeed.position } }));
+    registerAuthRoutes(theApp, ctx);
+    registerManagementRoutes(theApp, ctx);
+    registerSdkRoutes(theApp, ctx, limits.sseBufferBytes);
+    const bound = await theApp.listen(port, opts.host ?? '0.0.0.0');
+    logger.info({ port: bound, store: store.kind }, 'flags: listening');
+
+    let closed = false;
+    return {
+      port: bound,
+      store,
+      async close() {
+        if (closed) return;
+        closed = true;
+        theFeed.stop();
+        theHub.close();
+        theApp.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    feed?.stop();
+    hub?.close();
+    app?.close();
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+}

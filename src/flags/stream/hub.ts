@@ -1,0 +1,219 @@
+/**
+ * The SDK streaming hub (DECISIONS.md "SDK streaming"): server-sent events per environment, in
+ * LaunchDarkly's shape. On connect one `put` with every flag and segment; then `patch` and `delete`
+ * per change (a segment change goes to every environment of its project). `id:` lines carry the
+ * change-feed seq, so a client that reconnects with Last-Event-ID gets what it missed from a bounded
+ * in-memory log, or a fresh `put` when the log no longer reaches back that far. Heartbeat comments
+ * keep idle connections open; a client that cannot keep up is disconnected by the HTTP adapter's
+ * per-stream buffer cap. Each event is serialised once and written to every client.
+ * It is not the HTTP route (api/sdk-routes.ts) and does not read the store except through Replica.
+ */
+import type { ServerStream } from '../../http/index.js';
+import type { Change, EnvironmentInfo } from '../store/types.js';
+import type { EnvState, Replica } from './replica.js';
+
+export interface StreamLimits {
+  /** Changes kept for Last-Event-ID replay. */
+  replayLogEntriesMax: number;
+  /** Connected clients across all environments; more are refused (503). */
+  clientsMax: number;
+  heartbeatMs: number;
+}
+
+export const defaultStreamLimits: StreamLimits = { replayLogEntriesMax: 4096, clientsMax: 20_000, heartbeatMs: 15_000 };
+
+interface Client {
+  stream: ServerStream;
+  env: EnvState;
+  /** The highest seq this client has been sent (or that its put reflected). */
+  lastId: number;
+}
+
+interface LogEntry {
+  seq: number;
+  projectKey: string;
+  envKey: string | null;
+  frame: string;
+}
+
+export interface StreamStats {
+  connects: number;
+  resumedFromLog: number;
+  freshPuts: number;
+  eventsSent: number;
+  slowDisconnects: number;
+  replayLogEvicted: number;
+  refusedOverCap: number;
+}
+
+export type ConnectOutcome = { ok: true; mode: 'put' | 'replay' } | { ok: false; code: 'over_capacity' | 'closed' };
+
+/** One SSE frame. JSON has no raw newlines, so the data fits on one `data:` line. */
+function frame(id: number, event: string, json: string): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${json}\n\n`;
+}
+
+export function changeFrame(c: Change): string {
+  const path = `/${c.resource === 'flag' ? 'flags' : 'segments'}/${c.key}`;
+  if (c.op === 'delete' || c.data === null) return frame(c.seq, 'delete', JSON.stringify({ path, version: c.version }));
+  return frame(c.seq, 'patch', JSON.stringify({ path, data: c.data }));
+}
+
+export const heartbeatFrame = ': heartbeat\n\n';
+
+export class StreamHub {
+  private readonly clients = new Map<EnvState, Set<Client>>();
+  private clientCount = 0;
+  /** Ring of recent changes; `floor` is the highest seq no longer (or never) in it. */
+  private readonly log: LogEntry[] = [];
+  private logStart = 0;
+  private floor: number;
+  private readonly putCache = new WeakMap<EnvState, { revision: number; json: string }>();
+  private readonly heartbeat: NodeJS.Timeout | undefined;
+  readonly stats: StreamStats = { connects: 0, resumedFromLog: 0, freshPuts: 0, eventsSent: 0, slowDisconnects: 0, replayLogEvicted: 0, refusedOverCap: 0 };
+
+  constructor(
+    private readonly replica: Replica,
+    private readonly limits: StreamLimits,
+    /** The store's newest seq, to tell a Last-Event-ID from this data set's future from a stale one. */
+    private readonly latestSeq: () => Promise<number>,
+  ) {
+    this.floor = replica.feedPos;
+    if (limits.heartbeatMs > 0) {
+      this.heartbeat = setInterval(() => this.beat(), limits.heartbeatMs);
+      this.heartbeat.unref();
+    }
+  }
+
+  get connected(): number {
+    return this.clientCount;
+  }
+
+  /**
+   * Serves one stream. Resumes from the replay log when `lastEventId` lies within it, else sends a
+   * fresh put. Everything after the last await runs in one tick, so no change slips between the
+   * state that was sent and the client's registration.
+   */
+  async connect(env: EnvironmentInfo, stream: ServerStream, lastEventId: number | undefined): Promise<ConnectOutcome> {
+    if (this.clientCount >= this.limits.clientsMax) {
+      this.stats.refusedOverCap++;
+      return { ok: false, code: 'over_capacity' };
+    }
+    const state = await this.replica.environment(env.projectKey, env.key);
+    let resumable = lastEventId !== undefined && Number.isSafeInteger(lastEventId) && lastEventId >= 0;
+    if (resumable && (lastEventId as number) > this.replica.feedPos) {
+      // Ahead of our feed: fine if it came from another instance of this data set (the feed will
+      // catch up and skip what the client has), not if it names a seq this database never issued.
+      resumable = (lastEventId as number) <= (await this.latestSeq());
+    }
+    if (stream.closed) return { ok: false, code: 'closed' };
+    stream.open(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    const client: Client = { stream, env: state, lastId: 0 };
+    let mode: 'put' | 'replay';
+    if (resumable && (lastEventId as number) >= this.floor) {
+      mode = 'replay';
+      this.stats.resumedFromLog++;
+      client.lastId = lastEventId as number;
+      stream.write('retry: 1000\n\n');
+      for (let i = this.logStart; i < this.log.length; i++) {
+        const e = this.log[i] as LogEntry;
+        if (e.seq <= client.lastId || e.projectKey !== env.projectKey || (e.envKey !== null && e.envKey !== env.key)) continue;
+        stream.write(e.frame);
+        client.lastId = e.seq;
+        this.stats.eventsSent++;
+      }
+      client.lastId = Math.max(client.lastId, lastEventId as number);
+    } else {
+      mode = 'put';
+      this.stats.freshPuts++;
+      client.lastId = this.replica.positionOf(state);
+      stream.write(`retry: 1000\n${frame(client.lastId, 'put', this.putJson(state))}`);
+      this.stats.eventsSent++;
+    }
+    if (stream.closed) return { ok: false, code: 'closed' };
+    this.stats.connects++;
+    let set = this.clients.get(state);
+    if (!set) {
+      set = new Set();
+      this.clients.set(state, set);
+    }
+    set.add(client);
+    this.clientCount++;
+    stream.onClose(() => this.remove(client));
+    return { ok: true, mode };
+  }
+
+  /** `{path: "/", data: {flags: {key: Flag}, segments: {key: Segment}}}`, serialised once per revision. */
+  private putJson(state: EnvState): string {
+    const cached = this.putCache.get(state);
+    if (cached && cached.revision === state.revision) return cached.json;
+    const json = JSON.stringify({ path: '/', data: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) } });
+    this.putCache.set(state, { revision: state.revision, json });
+    return json;
+  }
+
+  private remove(client: Client): void {
+    const set = this.clients.get(client.env);
+    if (set?.delete(client)) {
+      this.clientCount--;
+      if (set.size === 0) this.clients.delete(client.env);
+    }
+  }
+
+  /** Called for every feed change, after the replica applied it, with the environments it touched. */
+  publish(c: Change, affected: readonly EnvState[]): void {
+    const f = changeFrame(c);
+    this.append({ seq: c.seq, projectKey: c.projectKey, envKey: c.environmentKey, frame: f });
+    for (const env of affected) {
+      const set = this.clients.get(env);
+      if (!set) continue;
+      for (const client of set) {
+        if (c.seq <= client.lastId) continue;
+        client.lastId = c.seq;
+        this.send(client, f);
+      }
+    }
+  }
+
+  private send(client: Client, chunk: string): void {
+    if (client.stream.write(chunk)) {
+      this.stats.eventsSent++;
+      return;
+    }
+    // write() refuses only a closed stream; if it was open, the adapter just cut it for overflowing
+    // its buffer cap: a slow client, disconnected rather than allowed to grow memory.
+    this.stats.slowDisconnects++;
+    this.remove(client);
+  }
+
+  private append(e: LogEntry): void {
+    this.log.push(e);
+    if (this.log.length - this.logStart > this.limits.replayLogEntriesMax) {
+      const old = this.log[this.logStart] as LogEntry;
+      this.floor = old.seq;
+      this.logStart++;
+      this.stats.replayLogEvicted++;
+      // Compact now and then instead of shifting on every append.
+      if (this.logStart >= this.limits.replayLogEntriesMax) {
+        this.log.splice(0, this.logStart);
+        this.logStart = 0;
+      }
+    }
+  }
+
+  private beat(): void {
+    for (const set of this.clients.values()) for (const client of [...set]) this.send(client, heartbeatFrame);
+  }
+
+  close(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const set of this.clients.values()) for (const client of [...set]) client.stream.end();
+    this.clients.clear();
+    this.clientCount = 0;
+  }
+}
