@@ -372,30 +372,36 @@ function evaluateCompiled(
   if (!f.enabled) return f.off;
 
   // 2. Prerequisites, recursively: missing, disabled or another variation → PREREQUISITE_FAILED.
-  if (f.prerequisites.length > 0) {
-    const path = chain ?? [];
-    path.push(f.key);
-    try {
-      for (const p of f.prerequisites) {
-        const pre = store.flag(p.flagKey);
-        if (pre === undefined || !pre.enabled) return p.failed;
-        if (path.includes(p.flagKey)) {
-          // A loop that skipped the write-time check: never infinite recursion. Inside a chain
-          // the looping flag yields no variation, so every flag on the loop fails its
-          // prerequisite; the flag asked for reports PREREQUISITE_FAILED.
-          opts?.onWarning?.({
-            code: 'PREREQUISITE_CYCLE',
-            flagKey: f.key,
-            message: `prerequisite cycle ${[...path, p.flagKey].join(' -> ')}; the prerequisite fails`,
-          });
-          return chain === undefined ? p.failed : PREREQUISITE_CYCLE_RESULT;
-        }
-        const r = evaluateCompiled(compileFlag(pre), context, store, opts, path);
-        if (r.variation !== p.variation) return p.failed;
-      }
-    } finally {
-      path.pop();
+  // `chain` holds the flags being evaluated above this one; it is only built when a prerequisite
+  // has prerequisites of its own (a leaf cannot close a loop), keeping the common case
+  // allocation-free.
+  for (const p of f.prerequisites) {
+    const pre = store.flag(p.flagKey);
+    if (pre === undefined || !pre.enabled) return p.failed;
+    if (p.flagKey === f.key || (chain !== undefined && chain.includes(p.flagKey))) {
+      // A loop that skipped the write-time check: never infinite recursion. Inside a chain the
+      // looping flag yields no variation, so every flag on the loop fails its prerequisite; the
+      // flag asked for reports PREREQUISITE_FAILED.
+      opts?.onWarning?.({
+        code: 'PREREQUISITE_CYCLE',
+        flagKey: f.key,
+        message: `prerequisite cycle ${[...(chain ?? []), f.key, p.flagKey].join(' -> ')}; the prerequisite fails`,
+      });
+      return chain === undefined ? p.failed : PREREQUISITE_CYCLE_RESULT;
     }
+    const pc = compileFlag(pre);
+    let r: EvalResult;
+    if (pc.prerequisites.length === 0) r = evaluateCompiled(pc, context, store, opts, undefined);
+    else {
+      const path = chain ?? [];
+      path.push(f.key);
+      try {
+        r = evaluateCompiled(pc, context, store, opts, path);
+      } finally {
+        path.pop();
+      }
+    }
+    if (r.variation !== p.variation) return p.failed;
   }
 
   // 3. Targets (highest priority among a flag's parts).

@@ -31,13 +31,66 @@ export function toNumber(v: Scalar): number {
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 const UNIX_MS = /^-?\d+(?:\.\d+)?$/;
 
+/** Two (or n) decimal digits at `at`; the caller has matched RFC3339, so they are digits. */
+function digits(s: string, at: number, n: number): number {
+  let v = 0;
+  for (let i = at; i < at + n; i++) v = v * 10 + (s.charCodeAt(i) - 48);
+  return v;
+}
+
+/**
+ * An RFC 3339 date-time (already matched by RFC3339) in epoch ms, read field by field: no
+ * allocation, several times cheaper than Date.parse on the hot path. Fractions beyond
+ * milliseconds are truncated; out-of-range fields (month 13, minute 60) are NaN, never guessed.
+ */
+function parseRfc3339(s: string): number {
+  const year = digits(s, 0, 4);
+  const month = digits(s, 5, 2);
+  const day = digits(s, 8, 2);
+  const hour = digits(s, 11, 2);
+  const minute = digits(s, 14, 2);
+  const second = digits(s, 17, 2);
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return NaN;
+  let i = 19;
+  let ms = 0;
+  if (s.charCodeAt(i) === 46 /* . */) {
+    i++;
+    let scale = 100;
+    while (i < s.length) {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      ms += (c - 48) * scale;
+      scale /= 10;
+      i++;
+    }
+    ms = Math.floor(ms);
+  }
+  let offsetMinutes = 0;
+  const sign = s.charCodeAt(i);
+  if (sign === 43 /* + */ || sign === 45 /* - */) {
+    const oh = digits(s, i + 1, 2);
+    const om = digits(s, i + 4, 2);
+    if (oh > 23 || om > 59) return NaN;
+    offsetMinutes = (sign === 43 ? 1 : -1) * (oh * 60 + om);
+  }
+  let t: number;
+  if (year >= 100) t = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  else {
+    // Date.UTC reads years 0..99 as 1900..1999; setUTCFullYear takes them literally.
+    const d = new Date(0);
+    d.setUTCFullYear(year, month - 1, day);
+    t = d.setUTCHours(hour, minute, second, ms);
+  }
+  return t - offsetMinutes * 60000;
+}
+
 /** Milliseconds since the epoch from an RFC 3339 date-time, Unix ms (number or string), else NaN. */
 export function toEpochMs(v: Scalar): number {
   if (typeof v === 'number') return Number.isFinite(v) ? v : NaN;
   if (typeof v !== 'string') return NaN;
+  if (RFC3339.test(v)) return parseRfc3339(v);
   if (UNIX_MS.test(v)) return Number(v);
-  if (!RFC3339.test(v)) return NaN;
-  return Date.parse(v.replace(' ', 'T').toUpperCase());
+  return NaN;
 }
 
 // ---- versions: the semver package, with `2` and `2.1` read as 2.0.0 and 2.1.0.
