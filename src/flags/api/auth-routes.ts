@@ -9,7 +9,7 @@ import { unreachable } from '../../util/assert.js';
 import { ROLES } from '../auth/roles.js';
 import type { Role, UserRecord } from '../store/types.js';
 import type { FlagsContext } from './context.js';
-import { requireRole, writeFailure } from './guard.js';
+import { bodyDecoder, requireRole, writeFailure } from './guard.js';
 
 const LoginBody = Type.Object({ email: Type.String(), password: Type.String() }, { additionalProperties: false });
 const RefreshBody = Type.Object(
@@ -26,6 +26,7 @@ type RefreshBodyT = Type.Static<typeof RefreshBody>;
 type CreateUserBodyT = Type.Static<typeof CreateUserBody>;
 
 const passwordLengthMin = 8;
+const decodeCreateUser = bodyDecoder<CreateUserBodyT>(CreateUserBody);
 
 /** A user as the API shows it: never the password hash. */
 function publicUser(u: UserRecord): { id: string; email: string; role: Role; createdAt: string } {
@@ -71,13 +72,13 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
   });
 
   // Creating users is an admin act (not merely an editor's POST).
-  app.post<CreateUserBodyT>('/api/v1/users', async (req) => {
+  app.post('/api/v1/users', async (req) => {
     await requireRole(auth, req, 'admin');
-    const { email, password, role } = req.body;
+    const { email, password, role } = decodeCreateUser(req.body);
     if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new HttpError(400, `email: must be an email address (got ${JSON.stringify(email)})`);
     if (password.length < passwordLengthMin) throw new HttpError(400, `password: must be at least ${passwordLengthMin} characters`);
     const r = await auth.createUser(email, password, role);
     if (!r.ok) writeFailure(r);
     return { status: 201, body: publicUser(r.value) };
-  }, { body: CreateUserBody });
+  });
 }

@@ -3,7 +3,10 @@
  * (401 `missing token` / `invalid token`, 403 naming the role), SDK-key lookup, path-key checks and
  * If-Match parsing. They throw HttpError, which the adapter turns into `{error}` bodies.
  */
+import type { TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
 import { HttpError, type HttpRequest } from '../../http/index.js';
+import { schemaErrorsToFieldErrors } from '../model/decode.js';
 import { isValidKey } from '../model/validate.js';
 import { roleAtLeast, roleForMethod, type Role } from '../auth/roles.js';
 import type { AuthService } from '../auth/service.js';
@@ -87,4 +90,20 @@ export function writeFailure(f: WriteFailure): never {
     default:
       return unreachable(f);
   }
+}
+
+/**
+ * Body validation after authentication (the adapter's edge validation would answer 400 before the
+ * token is checked, and no authenticated route answers anything but 401 without a valid token).
+ */
+export function bodyDecoder<T>(schema: TSchema): (body: unknown) => T {
+  const compiled = Compile(schema);
+  return (body) => {
+    if (body === undefined) throw new HttpError(400, 'body: a JSON object is required');
+    if (!compiled.Check(body)) {
+      const first = schemaErrorsToFieldErrors(compiled.Errors(body))[0];
+      throw new HttpError(400, first?.message ?? 'body: does not match the expected shape');
+    }
+    return body as T;
+  };
 }
