@@ -2,7 +2,7 @@
 // semver edge cases), prerequisites, target/rule priority, segments, rollouts and bucketing.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { evaluate, compileFlag, type EvalStore, type EvalWarning } from '../../src/flags/eval/evaluate.js';
+import { evaluate, evaluateAll, compileFlag, type EvalStore, type EvalWarning } from '../../src/flags/eval/evaluate.js';
 import { bucketOfHashInput, bucketWithSalt } from '../../src/flags/eval/bucket.js';
 import type { Clause, EvalContext, FlagDefinition, SegmentDefinition } from '../../src/flags/model/types.js';
 
@@ -464,4 +464,18 @@ t.test('evaluation agrees with the LaunchDarkly SDK on rollout buckets', async (
   } finally {
     client.close();
   }
+});
+
+t.test('evaluateAll evaluates every flag, or only the named ones, keyed by flag key', async (t) => {
+  const gate = flag({ key: 'gate', defaultVariation: 'b' });
+  const main = flag({ key: 'main', prerequisites: [{ flagKey: 'gate', variation: 'b' }], rules: [{ id: 'r', clauses: [], variation: 'c' }] });
+  const off = flag({ key: 'off', enabled: false });
+  const all = [gate, main, off];
+  const store = storeOf(all);
+  const every = evaluateAll(all, { key: 'u' }, store);
+  t.same(Object.keys(every), ['gate', 'main', 'off'], 'every flag');
+  t.same(every['main'], { value: 'C', variation: 'c', reason: { kind: 'RULE_MATCH', ruleId: 'r' } }, 'with prerequisites resolved through the store');
+  t.same(every['off']?.reason, { kind: 'OFF' });
+  t.same(Object.keys(evaluateAll(all, { key: 'u' }, store, undefined, ['off', 'missing'])), ['off'], 'flagKeys limits the set and skips unknown keys');
+  t.equal(JSON.parse(JSON.stringify(every))['gate'].value, 'B', 'results serialise as the API returns them');
 });

@@ -2,6 +2,7 @@
 // replacement, every validation rule with the field it names, prerequisite cycles, segments.
 import t from 'tap';
 import {
+  decodeEvaluateBody,
   decodeFlagCreate,
   decodeFlagPut,
   decodeSegmentCreate,
@@ -284,4 +285,25 @@ t.test('JSON pointers become readable field paths', async (t) => {
     ['/a~1b', 'a/b'],
   ] as const;
   for (const [pointer, field] of cases) t.equal(jsonPointerToField(pointer), field, `${JSON.stringify(pointer)} → ${field}`);
+});
+
+t.test('evaluate request bodies: a flat context with scalar or array attributes', async (t) => {
+  const ok = decodeEvaluateBody({ context: { key: 'u1', kind: 'user', age: 30, beta: true, groups: ['a', 'b'], nick: null }, flagKeys: ['f'] });
+  t.same(ok.ok ? ok.value : null, { context: { key: 'u1', kind: 'user', age: 30, beta: true, groups: ['a', 'b'], nick: null }, flagKeys: ['f'] }, 'a valid body passes through');
+  t.ok(decodeEvaluateBody({ context: {} }).ok, 'a context without a key is allowed (rules can still match)');
+  const cases: { name: string; body: unknown; field: string; message: RegExp }[] = [
+    { name: 'a missing context is refused', body: {}, field: 'context', message: /is required/ },
+    { name: 'a non-object context is refused', body: { context: 'u1' }, field: 'context', message: /must be an object/ },
+    { name: 'a numeric key is refused', body: { context: { key: 5 } }, field: 'context.key', message: /must be a string/ },
+    { name: 'a nested object attribute is refused', body: { context: { key: 'u', address: { city: 'x' } } }, field: 'context.address', message: /string, number, boolean, null or an array of those/ },
+    { name: 'an array of objects is refused', body: { context: { key: 'u', tags: [{}] } }, field: 'context.tags', message: /array of those/ },
+    { name: 'flagKeys must be strings', body: { context: {}, flagKeys: [1] }, field: 'flagKeys', message: /array of flag keys/ },
+    { name: 'unknown top-level fields are refused', body: { context: {}, user: {} }, field: 'user', message: /is not a known field/ },
+    { name: 'a non-object body is refused', body: null, field: 'body', message: /must be an object/ },
+  ];
+  for (const cs of cases) {
+    const hit = errorsOf(decodeEvaluateBody(cs.body)).find((e) => e.field === cs.field);
+    t.ok(hit, cs.name);
+    t.match(hit?.message ?? '', cs.message, `${cs.name}: message`);
+  }
 });

@@ -432,3 +432,24 @@ function evaluateCompiled(
 export function evaluate(flag: FlagDefinition, context: EvalContext, store: EvalStore, opts?: EvalOptions): EvalResult {
   return evaluateCompiled(compileFlag(flag), context, store, opts, undefined);
 }
+
+/**
+ * Evaluates several flags for one context, keyed by flag key (the evaluate endpoint's `flags`
+ * object). `flagKeys` limits the set (unknown keys are skipped); results are the shared frozen
+ * outcomes of `evaluate`.
+ */
+export function evaluateAll(
+  flags: Iterable<FlagDefinition>,
+  context: EvalContext,
+  store: EvalStore,
+  opts?: EvalOptions,
+  flagKeys?: readonly string[],
+): Record<string, EvalResult> {
+  const wanted = flagKeys === undefined ? undefined : new Set(flagKeys);
+  const out: Record<string, EvalResult> = {};
+  for (const f of flags) {
+    if (wanted !== undefined && !wanted.has(f.key)) continue;
+    out[f.key] = evaluate(f, context, store, opts);
+  }
+  return out;
+}

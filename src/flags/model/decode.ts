@@ -6,6 +6,7 @@
  */
 import type { TLocalizedValidationError } from 'typebox/error';
 import {
+  EvaluateBodyValidator,
   FlagCreateBodyValidator,
   FlagPutBodyValidator,
   SegmentCreateBodyValidator,
@@ -13,7 +14,7 @@ import {
   normalizeFlag,
   normalizeSegment,
 } from './schemas.js';
-import type { FieldError, FlagDefinition, SegmentDefinition } from './types.js';
+import type { EvalContext, FieldError, FlagDefinition, SegmentDefinition } from './types.js';
 import { validateFlag, validateSegment, type FlagValidationContext } from './validate.js';
 
 export type Decoded<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
@@ -153,4 +154,52 @@ export function decodeSegmentPut(body: unknown, segmentKey: string): Decoded<Seg
   if (mismatch.length > 0) return { ok: false, errors: mismatch };
   const segment = normalizeSegment(body, { key: segmentKey });
   return finish(segment, validateSegment(segment));
+}
+
+export interface EvaluateRequest {
+  context: EvalContext;
+  /** Only these flags; absent means every flag of the environment. */
+  flagKeys?: string[];
+}
+
+function isContextScalar(v: unknown): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+}
+
+/**
+ * The evaluate endpoint's body `{context, flagKeys?}`. Context errors are explained by hand
+ * (TypeBox's nested-union errors would read as "not a known field").
+ */
+export function decodeEvaluateBody(body: unknown): Decoded<EvaluateRequest> {
+  if (EvaluateBodyValidator.Check(body)) {
+    const b = body as { context: EvalContext; flagKeys?: string[] };
+    return { ok: true, value: b.flagKeys === undefined ? { context: b.context } : { context: b.context, flagKeys: b.flagKeys } };
+  }
+  const errors: FieldError[] = [];
+  const push = (field: string, message: string): void => {
+    errors.push({ field, message: `${field}: ${message}` });
+  };
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    push('body', 'must be an object {context, flagKeys?}');
+    return { ok: false, errors };
+  }
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) if (k !== 'context' && k !== 'flagKeys') push(k, 'is not a known field');
+  const ctx = b['context'];
+  if (ctx === undefined) push('context', 'is required');
+  else if (typeof ctx !== 'object' || ctx === null || Array.isArray(ctx)) push('context', 'must be an object such as {"key": "user-1"}');
+  else {
+    for (const [k, v] of Object.entries(ctx as Record<string, unknown>)) {
+      if ((k === 'key' || k === 'kind') && typeof v !== 'string') push(`context.${k}`, 'must be a string');
+      else if (!isContextScalar(v) && !(Array.isArray(v) && v.every(isContextScalar))) {
+        push(`context.${k}`, 'must be a string, number, boolean, null or an array of those');
+      }
+    }
+  }
+  const keys = b['flagKeys'];
+  if (keys !== undefined && !(Array.isArray(keys) && keys.every((k) => typeof k === 'string'))) {
+    push('flagKeys', 'must be an array of flag keys');
+  }
+  if (errors.length === 0) push('body', 'does not match {context, flagKeys?}');
+  return { ok: false, errors };
 }

@@ -209,3 +209,23 @@ export function normalizeSegment(
     }),
   };
 }
+
+// ---- evaluation requests (DECISIONS.md "Evaluation API": `{context, flagKeys?}`)
+
+const ContextScalarSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+
+/**
+ * A context: a flat JSON object, `{key?, kind?, name?, ...custom}`, whose attribute values are
+ * strings, numbers, booleans, null or arrays of those (DECISIONS.md "A context is").
+ */
+export const EvalContextSchema = Type.Object(
+  { key: Type.Optional(Type.String()), kind: Type.Optional(Type.String()) },
+  { additionalProperties: Type.Union([ContextScalarSchema, Type.Array(ContextScalarSchema)]) },
+);
+
+export const EvaluateBodySchema = Type.Object(
+  { context: EvalContextSchema, flagKeys: Type.Optional(Type.Array(Type.String())) },
+  { additionalProperties: false },
+);
+
+export const EvaluateBodyValidator = Compile(EvaluateBodySchema);
