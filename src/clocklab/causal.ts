@@ -16,15 +16,18 @@ export interface Blocker {
 }
 
 /**
- * Raynal–Schiper–Toueg (1991): m from j to i carries ST_m, j's SENT matrix before the send
- * (SENT[k][l] = messages k is known to have sent to l). i may deliver m when, for every k,
- * DELIV_i[k] >= ST_m[k][i]: every message sent to i that causally precedes m is delivered. For
- * k = j this is FIFO on the channel. Returns the first blocking entry, or undefined.
+ * Raynal–Schiper–Toueg (1991): m from j to i carries ST_m, j's SENT matrix right after the send
+ * (SENT[k][l] = messages k is known to have sent to l; for a broadcast every copy is counted, so a
+ * receiver of one copy learns of the copies sent to the others). i may deliver m when
+ * DELIV_i[k] >= ST_m[k][i] for every k != j, and DELIV_i[j] >= ST_m[j][i] - 1 (m itself excluded;
+ * this is FIFO on the channel): every message sent to i that causally precedes m is delivered.
+ * Returns the first blocking entry, or undefined.
  */
-export function rstBlocker(deliv: Vector, stm: Matrix, self: number): Blocker | undefined {
+export function rstBlocker(deliv: Vector, stm: Matrix, self: number, sender: number): Blocker | undefined {
   for (let k = 0; k < stm.length; k++) {
-    const need = stm[k]?.[self] ?? 0;
-    if (need === 0) continue;
+    let need = stm[k]?.[self] ?? 0;
+    if (k === sender) need--;
+    if (need <= 0) continue;
     const have = deliv[k] ?? 0;
     if (have < need) return { rule: 'rst', from: k, need, have };
   }
@@ -32,11 +35,32 @@ export function rstBlocker(deliv: Vector, stm: Matrix, self: number): Blocker | 
 }
 
 /**
- * RST delivery update: DELIV_i[j] += 1, SENT_i = max(SENT_i, ST_m), then SENT_i[j][i] counts m
- * itself (ST_m was taken before j counted m).
+ * A per-source counter that is the contiguous prefix of settled message numbers (1..n all delivered
+ * or known lost). Under causal delivery with no loss this is exactly RST's DELIV count and BSS's
+ * delivered-broadcast count; the prefix form lets a message the network lost stop blocking its
+ * causal successors (the lab acts as the oracle that reports the loss) and keeps the counters right
+ * after a period of immediate, unordered delivery.
  */
-export function rstOnDeliver(deliv: Vector, sent: Matrix, stm: Matrix, self: number, sender: number): void {
-  deliv[sender] = (deliv[sender] ?? 0) + 1;
+export function settle(count: Vector, ahead: Array<Set<number> | undefined>, k: number, n: number): void {
+  const c = count[k] ?? 0;
+  if (n <= c) return;
+  if (n > c + 1) {
+    (ahead[k] ??= new Set()).add(n);
+    return;
+  }
+  let next = n;
+  const set = ahead[k];
+  while (set !== undefined && set.delete(next + 1)) next++;
+  count[k] = next;
+  for (let l = 0; l < count.length; l++) if (count[l] === undefined) count[l] = 0;
+}
+
+/**
+ * RST delivery update: m (the `seq`-th message from j to i) is settled in DELIV_i[j] and
+ * SENT_i = max(SENT_i, ST_m) (ST_m already counts m and its broadcast siblings).
+ */
+export function rstOnDeliver(deliv: Vector, ahead: Array<Set<number> | undefined>, sent: Matrix, stm: Matrix, self: number, sender: number, seq: number): void {
+  settle(deliv, ahead, sender, seq);
   for (let k = 0; k < stm.length; k++) {
     const src = stm[k];
     if (!src) continue;
@@ -47,8 +71,7 @@ export function rstOnDeliver(deliv: Vector, sent: Matrix, stm: Matrix, self: num
     }
   }
   const row = (sent[sender] ??= []);
-  const mine = (stm[sender]?.[self] ?? 0) + 1;
-  if (mine > (row[self] ?? 0)) row[self] = mine;
+  if (seq > (row[self] ?? 0)) row[self] = seq;
   for (let l = 0; l < row.length; l++) if (row[l] === undefined) row[l] = 0;
 }
 
@@ -72,11 +95,17 @@ export function bssBlocker(vc: Vector, ts: Vector, sender: number): Blocker | un
   return undefined;
 }
 
-/** BSS delivery update: VC_i[k] = max(VC_i[k], ts[k]) for every k. */
-export function bssOnDeliver(vc: Vector, ts: Vector): void {
+/**
+ * BSS delivery update. `seen` is the broadcast vector the process stamps its own broadcasts with:
+ * the textbook VC_i = max(VC_i, ts), i.e. the highest broadcast of each process in its causal past.
+ * `settled` is what the condition reads: the contiguous prefix of broadcasts delivered or known
+ * lost, so a lost broadcast stops blocking without entering anyone's causal past.
+ */
+export function bssOnDeliver(seen: Vector, settled: Vector, ahead: Array<Set<number> | undefined>, ts: Vector, sender: number): void {
   for (let k = 0; k < ts.length; k++) {
     const x = ts[k] ?? 0;
-    if (x > (vc[k] ?? 0)) vc[k] = x;
-    else if (vc[k] === undefined) vc[k] = 0;
+    if (x > (seen[k] ?? 0)) seen[k] = x;
+    else if (seen[k] === undefined) seen[k] = 0;
   }
+  settle(settled, ahead, sender, ts[sender] ?? 0);
 }

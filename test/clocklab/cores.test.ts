@@ -11,7 +11,7 @@ import {
   type Matrix,
   type Vector,
 } from '../../src/clocklab/clocks.js';
-import { bssBlocker, rstBlocker, rstOnDeliver } from '../../src/clocklab/causal.js';
+import { bssBlocker, rstBlocker, rstOnDeliver, settle } from '../../src/clocklab/causal.js';
 import { KvStore, resolve, type StoredVersion } from '../../src/clocklab/kv.js';
 import { GlobalSnapshot, type RecordedProcess } from '../../src/clocklab/snapshot.js';
 
@@ -76,17 +76,34 @@ t.test('matrix clocks learn what others know and allow garbage collection only w
 });
 
 t.test('the RST condition holds back exactly the messages with undelivered causal predecessors', async (t) => {
+  // ST_m is the sender's SENT matrix after the send: it counts m itself (sender is process 0 here).
   const cases: Array<{ name: string; deliv: Vector; stm: Matrix; self: number; blocked: boolean }> = [
-    { name: 'no predecessors sent to me: deliverable', deliv: [], stm: [[0, 0, 0], [0, 0, 0]], self: 2, blocked: false },
-    { name: 'FIFO: an earlier message from the sender is missing', deliv: [0], stm: [[0, 0, 1]], self: 2, blocked: true },
-    { name: 'a third process sent me a predecessor I have not delivered', deliv: [0, 0], stm: [[0, 0, 0], [0, 0, 1]], self: 2, blocked: true },
-    { name: 'every predecessor delivered: deliverable', deliv: [1, 1], stm: [[0, 0, 1], [0, 0, 1]], self: 2, blocked: false },
+    { name: 'no predecessors sent to me: deliverable', deliv: [], stm: [[0, 0, 1], [0, 0, 0]], self: 2, blocked: false },
+    { name: 'FIFO: an earlier message from the sender is missing', deliv: [0], stm: [[0, 0, 2]], self: 2, blocked: true },
+    { name: 'a third process sent me a predecessor I have not delivered', deliv: [0, 0], stm: [[0, 0, 1], [0, 0, 1]], self: 2, blocked: true },
+    { name: 'every predecessor delivered: deliverable', deliv: [1, 1], stm: [[0, 0, 2], [0, 0, 1]], self: 2, blocked: false },
   ];
-  for (const c of cases) t.equal(rstBlocker(c.deliv, c.stm, c.self) !== undefined, c.blocked, c.name);
-  const deliv: Vector = [];
+  for (const c of cases) t.equal(rstBlocker(c.deliv, c.stm, c.self, 0) !== undefined, c.blocked, c.name);
+  const deliv: Vector = [2];
   const sent: Matrix = [];
-  rstOnDeliver(deliv, sent, [[0, 0, 2]], 2, 0);
-  t.same([deliv[0], sent[0]?.[2]], [1, 3], 'delivery counts the message itself on top of its ST matrix');
+  rstOnDeliver(deliv, [], sent, [[0, 0, 3]], 2, 0, 3);
+  t.same([deliv[0], sent[0]?.[2]], [3, 3], 'delivery settles the message and learns the sender’s counts');
+});
+
+t.test('settled counters advance over a contiguous prefix of delivered or lost messages', async (t) => {
+  const count: Vector = [];
+  const ahead: Array<Set<number> | undefined> = [];
+  const steps: Array<{ name: string; n: number; want: number }> = [
+    { name: 'message 2 settled first leaves the prefix at 0', n: 2, want: 0 },
+    { name: 'message 4 settled leaves it at 0 too', n: 4, want: 0 },
+    { name: 'message 1 closes the gap up to 2', n: 1, want: 2 },
+    { name: 'a repeat of message 1 changes nothing', n: 1, want: 2 },
+    { name: 'message 3 absorbs the waiting 4', n: 3, want: 4 },
+  ];
+  for (const s of steps) {
+    settle(count, ahead, 0, s.n);
+    t.equal(count[0] ?? 0, s.want, s.name);
+  }
 });
 
 t.test('the BSS condition waits for the sender’s earlier broadcasts and those it had delivered', async (t) => {
