@@ -268,7 +268,8 @@ export function versionView(v: StoredVersion): KvVersionView {
 export class Lab {
   readonly config: LabConfig;
   private readonly rng: Rng;
-  private readonly emit: EmitFn;
+  private readonly out: EmitFn;
+  private readonly taps = new Set<EmitFn>();
   private nowMs: number;
   private fabric!: Fabric<Packet>;
   private procs: Proc[] = [];
@@ -292,7 +293,7 @@ export class Lab {
 
   constructor(opts: LabOptions) {
     this.rng = opts.rng;
-    this.emit = opts.emit;
+    this.out = opts.emit;
     this.nowMs = opts.startMs ?? 0;
     this.config = { ...defaultLabConfig, ...(opts.config ?? {}) };
     this.kv = new KvStore(this.config.conflictStrategy);
@@ -306,6 +307,18 @@ export class Lab {
 
   get now(): number {
     return this.nowMs;
+  }
+
+  /** Every event goes to the configured sink, then to each observer (scenarios watch what they cause). */
+  private emit(type: Parameters<EmitFn>[0], data: EventData): void {
+    this.out(type, data);
+    for (const f of this.taps) f(type, data);
+  }
+
+  /** Adds an observer of every event; returns the function that removes it. */
+  observe(f: EmitFn): () => void {
+    this.taps.add(f);
+    return () => this.taps.delete(f);
   }
 
   get deliveryMode(): DeliveryMode {

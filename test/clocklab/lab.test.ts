@@ -377,3 +377,22 @@ t.test('bad requests are refused as values, never thrown', async (t) => {
   t.equal((lab.send('p1', 'p2', 'x') as any).error.code, 'conflict', 'sending to a killed process is a conflict');
   t.equal((lab.spawn('p2', 'vector') as any).error.code, 'conflict', 'a killed id is not reused before reset');
 });
+
+t.test('every scenario tells its story and passes its own verdict, under every conflict strategy', async (t) => {
+  const { scenarioList, runScenario } = await import('../../src/clocklab/scenarios.js');
+  const names = scenarioList().map((s) => s.name);
+  t.same(names, ['BasicLamport', 'Snapshot3P', 'FalseConflict', 'ConcurrentWrites', 'CausalViolation', 'CausalDelivery', 'MatrixGC', 'PartitionAndHeal']);
+  for (const strategy of ['keep_all', 'lww', 'first_writer', 'merge'] as const) {
+    const { lab } = newLab(11, { conflictStrategy: strategy, initialProcesses: [{ id: 'x1', clock_type: 'vector' }] });
+    for (const name of names) {
+      const published: Rec[] = [];
+      const report = runScenario(lab, name, (type, data) => published.push({ type, data }));
+      t.ok(report?.verdict.passed, `${name} under ${strategy}: ${report?.verdict.summary}`);
+      t.ok(published.filter((e) => e.type === 'scenario_step').length >= 2, `${name} narrates its steps`);
+      t.equal(published.at(-1)?.type, 'scenario_verdict', `${name} ends with its verdict`);
+      t.notOk(lab.processes().some((p) => p.id === 'x1'), `${name} started from a reset simulation`);
+    }
+  }
+  const { lab } = newLab(12);
+  t.equal(runScenario(lab, 'NoSuchScenario', () => {}), undefined, 'an unknown scenario is reported as missing');
+});
