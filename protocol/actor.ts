@@ -7,10 +7,9 @@
  *  - client batches: an array of client requests (front -> actor) or replies and events
  *    (actor -> front), one msgpack document per post.
  * Control calls (status, pause, clock skew, ...) go over comlink on a separate port.
- * TypeBox schemas here describe the internal messages; actors trust each other, so they are checked
- * in tests and at the HTTP edge, not on every hot-path message.
+ * The TypeBox schemas of these messages live in actor-schemas.ts (not imported here: a worker
+ * loads this module, and typebox would add hundreds of ms to every node's start-up).
  */
-import Type, { type Static } from 'typebox';
 import { Packr } from 'msgpackr';
 
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
@@ -31,15 +30,6 @@ export function encodeTransferable(value: unknown): ArrayBuffer {
   return out.buffer;
 }
 
-export const ClientOpSchema = Type.Union([
-  Type.Object({ op: Type.Literal('write'), key: Type.String(), value: Type.String(), client_id: Type.Optional(Type.String()) }),
-  Type.Object({ op: Type.Literal('delete'), key: Type.String(), client_id: Type.Optional(Type.String()) }),
-  Type.Object({ op: Type.Literal('read'), key: Type.String(), client_id: Type.Optional(Type.String()) }),
-  Type.Object({ op: Type.Literal('batch'), entries: Type.Array(Type.Object({ key: Type.String(), value: Type.String() })), client_id: Type.Optional(Type.String()) }),
-]);
-export const ClientRequestSchema = Type.Object({ id: Type.Integer(), op: ClientOpSchema });
-export type ClientRequestWire = Static<typeof ClientRequestSchema>;
-
 /** Front -> actor post. `net` is a peer frame buffer (deliveries), `req` a msgpack array of client requests. */
 export interface ToActor {
   net?: ArrayBuffer;
@@ -51,11 +41,6 @@ export interface FromActor {
   net?: ArrayBuffer;
   out?: ArrayBuffer;
 }
-
-export const ActorOutputSchema = Type.Object({
-  replies: Type.Array(Type.Object({ id: Type.Integer(), ok: Type.Boolean() }, { additionalProperties: true })),
-  events: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true })),
-});
 
 /** Node ids are `n<k>`; frames carry k as a u16. */
 export function nodeIndex(id: string): number {

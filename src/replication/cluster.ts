@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Fabric } from '../fabric/fabric.js';
-import { nodeIdOf, nodeIndex, readFrames, FrameWriter } from '../../protocol/actor.js';
+import { nodeIndex } from '../../protocol/actor.js';
+import { LiveFabricDriver } from '../fabric/live.js';
 import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
 import { liveRng } from '../util/rng.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreStatus, CoreTimings, NodeId, Version } from './core.js';
@@ -56,12 +57,11 @@ export class Cluster {
   leaderId: NodeId | undefined;
   epoch = 0;
   private nextNodeNumber = 1;
-  private deliverScheduled = false;
-  private deliverTimer: NodeJS.Timeout | undefined;
-  private deliverTimerAt = Infinity;
+  private readonly driver: LiveFabricDriver;
   private sweepTimer: NodeJS.Timeout;
-  private closed = false;
-  readonly history: HistoryOp[] = [];
+  /** Bounded history: a ring of historyMax operations; what falls off is counted. */
+  private readonly historyRing: HistoryOp[] = [];
+  private historyHead = 0;
   historyDropped = 0;
   writes = 0;
   reads = 0;
@@ -75,6 +75,7 @@ export class Cluster {
     private readonly hooks: ClusterHooks,
   ) {
     this.fabric = new Fabric<Uint8Array>({ rng: liveRng() });
+    this.driver = new LiveFabricDriver(this.fabric, (to, frames) => this.nodes.get(to)?.deliverNet(frames));
     this.sweepTimer = setInterval(() => {
       const now = Date.now();
       for (const n of this.nodes.values()) n.sweep(now);
@@ -103,7 +104,7 @@ export class Cluster {
       Math.floor(Math.random() * 2 ** 31),
       this.timings.requestTimeoutMs,
       {
-        onNet: (fromId, buf) => this.onNet(fromId, buf),
+        onNet: (fromId, buf) => this.driver.submitFrames(fromId, buf),
         onEvents: (nodeId, events) => {
           for (const e of events) {
             if (e.type === 'leader_elected') this.leaderId = e.node_id ?? nodeId;
@@ -128,41 +129,8 @@ export class Cluster {
 
   // ---- fabric driving (live mode) ----
 
-  private onNet(fromId: NodeId, buf: ArrayBuffer): void {
-    const now = Date.now();
-    readFrames(buf, (toIdx, bytes) => {
-      this.fabric.submit(fromId, nodeIdOf(toIdx), bytes, now);
-    });
-    this.kick();
-  }
-
   kick(): void {
-    if (this.deliverScheduled || this.closed) return;
-    this.deliverScheduled = true;
-    setImmediate(() => this.deliverPass());
-  }
-
-  private deliverPass(): void {
-    this.deliverScheduled = false;
-    if (this.closed) return;
-    const now = Date.now();
-    this.fabric.deliverDue(now, (to, batch) => {
-      const handle = this.nodes.get(to);
-      if (!handle) return;
-      const w = new FrameWriter();
-      for (const d of batch) w.add(nodeIndex(d.from), d.payload);
-      handle.deliverNet(w.finish());
-    });
-    const next = this.fabric.nextDueAt();
-    if (next !== Infinity && next < this.deliverTimerAt) {
-      if (this.deliverTimer) clearTimeout(this.deliverTimer);
-      this.deliverTimerAt = next;
-      this.deliverTimer = setTimeout(() => {
-        this.deliverTimer = undefined;
-        this.deliverTimerAt = Infinity;
-        this.deliverPass();
-      }, Math.max(1, next - now));
-    }
+    this.driver.kick();
   }
 
   // ---- client operations ----
@@ -193,11 +161,12 @@ export class Cluster {
     const outcome: HistoryOp['outcome'] = reply.ok ? 'ok' : reply.indeterminate ? 'info' : 'fail';
     const client = op.client_id ?? `http-${nodeId}`;
     const push = (h: HistoryOp) => {
-      if (this.history.length >= historyMax) {
-        this.history.shift();
+      if (this.historyRing.length < historyMax) this.historyRing.push(h);
+      else {
+        this.historyRing[this.historyHead] = h;
+        this.historyHead = (this.historyHead + 1) % historyMax;
         this.historyDropped++;
       }
-      this.history.push(h);
     };
     switch (op.op) {
       case 'write':
@@ -216,6 +185,11 @@ export class Cluster {
         for (const e of op.entries) push({ client, node: nodeId, kind: 'write', key: e.key, value: e.value, invokeMs, completeMs, outcome });
         break;
     }
+  }
+
+  /** The recorded operations, oldest first. */
+  history(): HistoryOp[] {
+    return [...this.historyRing.slice(this.historyHead), ...this.historyRing.slice(0, this.historyHead)];
   }
 
   // ---- node control ----
@@ -361,16 +335,15 @@ export class Cluster {
       dropped_messages: stats.dropped_full,
       fabric: stats,
       replication_lag_ms: lag,
-      history_ops: this.history.length,
+      history_ops: this.historyRing.length,
       history_dropped: this.historyDropped,
       nodes: extra,
     };
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     clearInterval(this.sweepTimer);
-    if (this.deliverTimer) clearTimeout(this.deliverTimer);
+    this.driver.close();
     await Promise.all([...this.nodes.values()].map((n) => n.terminate()));
     this.nodes.clear();
   }

@@ -60,8 +60,11 @@ export const appendTimesMax = 4096;
  * never change it, and are not part of the NodeCore contract: the live runtime passes none.
  */
 export interface RaftHooks {
-  /** Called for every entry applied to the state machine, in index order. */
-  applied?(nodeId: NodeId, entry: LogEntry): void;
+  /**
+   * Called for every entry applied to the state machine, in index order, with the node's current
+   * term (an upper bound on the term in which the entry was committed).
+   */
+  applied?(nodeId: NodeId, entry: LogEntry, term: number): void;
   /** Called when a node becomes leader, after it appended its no-op entry. */
   leaderElected?(nodeId: NodeId, term: number, core: RaftCore): void;
 }
@@ -994,7 +997,7 @@ export class RaftCore implements NodeCore {
       invariant(entry, () => `committed entry ${i} missing (snapshot ${this.log.snapshotIndex})`);
       const result = this.applyEntry(entry);
       this.lastApplied = i;
-      this.hooks.applied?.(this.id, entry);
+      this.hooks.applied?.(this.id, entry, this.term);
       const p = this.pending.get(i);
       if (p) {
         this.pending.delete(i);

@@ -48,6 +48,7 @@ interface Waiter {
 }
 
 const retainedLogMax = 10_000;
+const compactChunk = 1_000;
 const inflightMax = 8;
 
 export class SingleLeaderCore implements NodeCore {
@@ -180,9 +181,11 @@ export class SingleLeaderCore implements NodeCore {
     this.lastApplied = entry.index;
   }
 
+  /** Drops the oldest entries in chunks (not one by one: splice is O(n)). */
   private compact(): void {
+    if (this.log.length <= retainedLogMax + compactChunk) return;
     const excess = this.log.length - retainedLogMax;
-    if (excess > 0) {
+    {
       this.log.splice(0, excess);
       this.appendedAt.splice(0, excess);
       this.firstIndex += excess;

@@ -1,0 +1,83 @@
+/**
+ * Drives a Fabric from the real clock in the front process (live mode): peer frames posted by node
+ * workers are submitted message by message, and one delivery pass per event-loop turn (or at the
+ * next due time, for latency) hands each destination one frame buffer with everything due for it.
+ * The fabric itself stays a clock-free data structure; this is only its pump.
+ */
+import { FrameWriter, nodeIdOf, nodeIndex, readFrames } from '../../protocol/actor.js';
+
+/** Node id strings by frame index, and back: per-message conversions cost nothing after the first. */
+const idByIndex: string[] = [];
+const indexById = new Map<string, number>();
+function idOf(idx: number): string {
+  let id = idByIndex[idx];
+  if (id === undefined) {
+    id = nodeIdOf(idx);
+    idByIndex[idx] = id;
+  }
+  return id;
+}
+function indexOf(id: string): number {
+  let idx = indexById.get(id);
+  if (idx === undefined) {
+    idx = nodeIndex(id);
+    indexById.set(id, idx);
+  }
+  return idx;
+}
+import type { Fabric } from './fabric.js';
+
+export class LiveFabricDriver {
+  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private closed = false;
+
+  constructor(
+    readonly fabric: Fabric<Uint8Array>,
+    private readonly deliver: (to: string, frames: ArrayBuffer) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A worker's outgoing frame buffer: [u16 destination index][u32 length][msgpack] repeated. */
+  submitFrames(fromId: string, buf: ArrayBuffer): void {
+    const now = this.now();
+    readFrames(buf, (toIdx, bytes) => {
+      this.fabric.submit(fromId, idOf(toIdx), bytes, now);
+    });
+    this.kick();
+  }
+
+  /** Schedules a delivery pass at the end of this turn (coalescing every submission of the turn). */
+  kick(): void {
+    if (this.scheduled || this.closed) return;
+    this.scheduled = true;
+    setImmediate(() => this.pass());
+  }
+
+  private pass(): void {
+    this.scheduled = false;
+    if (this.closed) return;
+    const now = this.now();
+    this.fabric.deliverDue(now, (to, batch) => {
+      const w = new FrameWriter();
+      for (const d of batch) w.add(indexOf(d.from), d.payload);
+      this.deliver(to, w.finish());
+    });
+    const next = this.fabric.nextDueAt();
+    if (next !== Infinity && next < this.timerAt) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timerAt = next;
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.pass();
+      }, Math.max(1, next - now));
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+}

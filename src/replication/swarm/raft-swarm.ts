@@ -1,0 +1,587 @@
+/**
+ * The raft swarm: one seeded run of a raft cluster under the deterministic runtime with random
+ * partitions, drops, latency, pauses and crash/restarts while clients write, delete, batch and
+ * read; then everything heals. Each run is checked for election safety, log matching, leader
+ * completeness, state-machine safety, linearizability of the client history and liveness after the
+ * heal. Everything (faults, client choices, the cores' timers) comes from the seed, so a failing
+ * seed replays exactly. It is a test driver, not part of the service.
+ */
+import { DetCluster } from '../../fabric/deterministic.js';
+import type { ClientOp, ClientReply, ClusterConfig, CoreTimings, NodeId } from '../core.js';
+import { raftCoreFactory, RaftCore, type LogEntry } from '../cores/raft.js';
+import { AssertionFailure, unreachable } from '../../util/assert.js';
+import { SeededRng, type Rng } from '../../util/rng.js';
+import { checkRegisterHistory, describeRegisterOp, type RegisterOp } from './register-lincheck.js';
+
+export interface SwarmOptions {
+  nodes: number;
+  /** Virtual ms of faults and client load. */
+  faultMs: number;
+  /** Virtual ms after the heal within which a leader must serve and every node catch up. */
+  livenessMs: number;
+  /** Most nodes down (paused or crashed) at once. */
+  downMax: number;
+  /** A client gives up on a request after this long (its outcome then stays unknown). */
+  clientGiveUpMs: number;
+}
+
+export const defaultSwarmOptions: SwarmOptions = {
+  nodes: 5,
+  faultMs: 3000,
+  livenessMs: 4000,
+  downMax: 2,
+  clientGiveUpMs: 2500,
+};
+
+export type FaultKind = 'partition' | 'heal' | 'drop' | 'latency' | 'clear' | 'pause' | 'resume' | 'crash' | 'restart';
+const faultKinds: FaultKind[] = ['partition', 'heal', 'drop', 'latency', 'clear', 'pause', 'resume', 'crash', 'restart'];
+
+/**
+ * Swarm testing (Groce et al., 2012): each seed draws its own mix of faults, load and timings, so
+ * that some runs are dominated by crashes, others by partitions or lossy links, some with fast
+ * timers and tiny compaction intervals. A bug that needs one fault kind often and another never is
+ * found far sooner than under one fixed mix.
+ */
+export interface SwarmProfile {
+  weights: Record<FaultKind, number>;
+  faultGapMs: [number, number];
+  /** Chance that a node-directed fault hits the current leader. */
+  leaderBias: number;
+  latencyMs: [number, number];
+  clients: number;
+  keys: number;
+  thinkMs: number;
+  readShare: number;
+  /** Share of requests sent to a random node whatever the client believes about the leader. */
+  strayShare: number;
+  timings: Partial<CoreTimings>;
+}
+
+export function swarmProfile(seed: number): SwarmProfile {
+  const r = new SeededRng(seed).fork().fork();
+  const weights = {} as Record<FaultKind, number>;
+  for (const k of faultKinds) weights[k] = r.chance(0.2) ? 0 : r.range(1, 10);
+  const fast = r.chance(0.4);
+  const lo = r.range(0, 10);
+  return {
+    weights,
+    faultGapMs: r.chance(0.5) ? [20, 120] : [50, 300],
+    leaderBias: r.next() * 0.8,
+    latencyMs: [lo, lo + r.range(1, 30)],
+    clients: r.range(2, 6),
+    keys: r.range(1, 4),
+    thinkMs: r.range(0, 40),
+    readShare: 0.2 + r.next() * 0.4,
+    strayShare: r.next() * 0.3,
+    timings: {
+      snapshotEveryEntries: [3, 5, 10, 30][r.int(4)] as number,
+      ...(fast
+        ? { electionTimeoutMsMin: 40, electionTimeoutMsMax: 80, heartbeatMs: 15, retransmitMs: 30, requestTimeoutMs: 400 }
+        : {}),
+    },
+  };
+}
+
+export type VerdictName =
+  | 'election_safety'
+  | 'log_matching'
+  | 'leader_completeness'
+  | 'state_machine_safety'
+  | 'linearizable'
+  | 'liveness';
+
+export interface SwarmResult {
+  seed: number;
+  ok: boolean;
+  traceHash: string;
+  verdicts: Record<VerdictName, boolean>;
+  violations: string[];
+  stats: {
+    virtualMs: number;
+    ops: number;
+    okOps: number;
+    indeterminate: number;
+    elections: number;
+    maxTerm: number;
+    faults: number;
+    messages: number;
+    snapshotsSent: number;
+    livenessMs: number;
+  };
+  history: RegisterOp[];
+  trace: string[];
+}
+
+const swarmConfig: ClusterConfig = {
+  strategy: 'raft',
+  node_count: 5,
+  replication_mode: 'async',
+  conflict_resolver: 'lww',
+  quorum_n: 3,
+  quorum_w: 2,
+  quorum_r: 2,
+  regions: 1,
+  inter_region_latency_ms: 0,
+  consistency_level: 'quorum',
+  read_repair_mode: 'async',
+  sloppy_quorum: false,
+};
+
+/** What an applied entry said, comparable across nodes. */
+function fingerprint(e: LogEntry): string {
+  switch (e.type) {
+    case 'put':
+      return `${e.term}|put|${e.key}|${e.value}|${e.timestamp}`;
+    case 'delete':
+      return `${e.term}|del|${e.key}|${e.timestamp}`;
+    case 'batch':
+      return `${e.term}|batch|${e.entries.map((b) => `${b.key}=${b.value}`).join(',')}|${e.timestamp}`;
+    case 'config':
+      return `${e.term}|config|${e.voters.join(',')}|${e.timestamp}`;
+    case 'noop':
+      return `${e.term}|noop|${e.node_id}|${e.timestamp}`;
+  }
+}
+
+interface ClientState {
+  name: string;
+  seq: number;
+  /** Outstanding request: its id, what it was, when it was sent. */
+  req: { id: number; op: ClientOp; invoke: number } | undefined;
+  nextIssueAt: number;
+  leaderGuess: NodeId | undefined;
+}
+
+/** The checks that watch a run as it happens (through RaftHooks) and at its end. */
+class Checker {
+  readonly violations: string[] = [];
+  readonly failed = new Set<VerdictName>();
+  private readonly leaders = new Map<number, NodeId>();
+  /**
+   * index -> what any node applied there (applied implies committed), with `by`: the lowest term a
+   * node was in when applying it, an upper bound on the term in which the entry was committed.
+   */
+  private readonly committed = new Map<number, { term: number; fp: string; by: number }>();
+  elections = 0;
+  maxTerm = 0;
+
+  fail(v: VerdictName, msg: string): void {
+    this.failed.add(v);
+    if (this.violations.length < 50) this.violations.push(`${v}: ${msg}`);
+  }
+
+  applied(node: NodeId, e: LogEntry, nodeTerm: number): void {
+    const fp = fingerprint(e);
+    const prev = this.committed.get(e.index);
+    if (!prev) this.committed.set(e.index, { term: e.term, fp, by: nodeTerm });
+    else if (prev.fp === fp) {
+      if (nodeTerm < prev.by) prev.by = nodeTerm;
+    } else {
+      this.fail('state_machine_safety', `${node} applied ${fp} at index ${e.index}, another node applied ${prev.fp}`);
+    }
+  }
+
+  leaderElected(node: NodeId, term: number, core: RaftCore): void {
+    this.elections++;
+    if (term > this.maxTerm) this.maxTerm = term;
+    const other = this.leaders.get(term);
+    if (other !== undefined && other !== node) this.fail('election_safety', `${other} and ${node} both leaders of term ${term}`);
+    this.leaders.set(term, node);
+    // Leader completeness (§5.4): an entry committed in a term before `term` is in this leader's
+    // log. (A leader of an older term may still be elected late, from delayed votes: not checked.)
+    const s = core.inspect();
+    const snapIndex = s.raftSnapshot.lastIncludedIndex;
+    for (const [index, c] of this.committed) {
+      if (c.by >= term) continue;
+      if (index > s.lastIndex) {
+        this.fail('leader_completeness', `${node} leads term ${term} without committed index ${index} (last ${s.lastIndex})`);
+        return;
+      }
+      if (index < snapIndex) continue;
+      const t = index === snapIndex ? s.raftSnapshot.lastIncludedTerm : s.entries[index - snapIndex - 1]?.term;
+      if (t !== c.term) {
+        this.fail('leader_completeness', `${node} leads term ${term} with term ${t} at committed index ${index} (term ${c.term})`);
+        return;
+      }
+    }
+  }
+
+  /** Log matching (§5.3): equal (index, term) on two nodes implies equal entries up to there. */
+  logMatching(cores: RaftCore[]): void {
+    const views = cores.map((c) => c.inspect());
+    for (let a = 0; a < views.length; a++) {
+      for (let b = a + 1; b < views.length; b++) {
+        const A = views[a];
+        const B = views[b];
+        if (!A || !B) continue;
+        const lo = Math.max(A.raftSnapshot.lastIncludedIndex, B.raftSnapshot.lastIncludedIndex) + 1;
+        const hi = Math.min(A.lastIndex, B.lastIndex);
+        let matched = false;
+        for (let i = hi; i >= lo; i--) {
+          const ea = A.entries[i - A.raftSnapshot.lastIncludedIndex - 1];
+          const eb = B.entries[i - B.raftSnapshot.lastIncludedIndex - 1];
+          if (!ea || !eb) continue;
+          if (!matched && ea.term === eb.term) matched = true;
+          if (matched && fingerprint(ea) !== fingerprint(eb)) {
+            this.fail('log_matching', `${A.id} and ${B.id} share a later (index, term) but differ at ${i}: ${fingerprint(ea)} vs ${fingerprint(eb)}`);
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Runs one seed. Never throws for a protocol bug: assertions become violations. */
+export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}): SwarmResult {
+  const o: SwarmOptions = { ...defaultSwarmOptions, ...options };
+  const profile = swarmProfile(seed);
+  const ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+  const checker = new Checker();
+  const factory = raftCoreFactory({
+    applied: (node, e, term) => checker.applied(node, e, term),
+    leaderElected: (node, term, core) => checker.leaderElected(node, term, core),
+  });
+  const c = new DetCluster({ factory, nodeIds: ids, config: { ...swarmConfig, node_count: o.nodes }, seed, timings: profile.timings });
+  const rng: Rng = c.rng;
+  const start = c.now;
+  const history: RegisterOp[] = [];
+  let faults = 0;
+  let livenessMs = -1;
+
+  // Base one-way latencies, restored after clearFaults().
+  const baseLatency = new Map<string, number>();
+  for (const a of ids) {
+    for (const b of ids) {
+      if (a === b) continue;
+      const ms = rng.range(profile.latencyMs[0], profile.latencyMs[1]);
+      baseLatency.set(`${a}>${b}`, ms);
+      c.fabric.setLatency(a, b, ms);
+    }
+  }
+  const restoreLatency = (): void => {
+    for (const [k, ms] of baseLatency) {
+      const [a, b] = k.split('>') as [string, string];
+      c.fabric.setLatency(a, b, ms);
+    }
+  };
+
+  const clients: ClientState[] = Array.from({ length: profile.clients }, (_, i) => ({
+    name: `c${i + 1}`,
+    seq: 0,
+    req: undefined,
+    nextIssueAt: start + rng.range(0, 50),
+    leaderGuess: undefined,
+  }));
+
+  const record = (cl: ClientState, reply: ClientReply | undefined, at: number): void => {
+    const req = cl.req;
+    if (!req) return;
+    cl.req = undefined;
+    cl.nextIssueAt = at + rng.range(0, profile.thinkMs);
+    const op = req.op;
+    const keysOf = (): string[] => (op.op === 'batch' ? op.entries.map((e) => e.key) : [op.key]);
+    const writes = (complete: number): void => {
+      if (op.op === 'batch') {
+        for (const e of op.entries) history.push({ client: cl.name, key: e.key, kind: 'write', value: e.value, invoke: req.invoke, complete });
+      } else if (op.op === 'write') {
+        history.push({ client: cl.name, key: op.key, kind: 'write', value: op.value, invoke: req.invoke, complete });
+      } else if (op.op === 'delete') {
+        history.push({ client: cl.name, key: op.key, kind: 'write', value: null, invoke: req.invoke, complete });
+      }
+    };
+    if (reply === undefined) {
+      // Gave up: a write's outcome is unknown, a read has no effect.
+      if (op.op !== 'read') writes(Infinity);
+      cl.leaderGuess = undefined;
+      return;
+    }
+    if (reply.ok) {
+      if (op.op === 'read') {
+        const v = reply.result.kind === 'entry' ? reply.result.entry.value : null;
+        history.push({ client: cl.name, key: op.key, kind: 'read', value: v, invoke: req.invoke, complete: at });
+      } else {
+        writes(at);
+      }
+      return;
+    }
+    if (reply.code === 'not_found' && op.op === 'read') {
+      history.push({ client: cl.name, key: keysOf()[0] as string, kind: 'read', value: null, invoke: req.invoke, complete: at });
+      return;
+    }
+    if (reply.indeterminate && op.op !== 'read') writes(Infinity);
+    cl.leaderGuess = reply.code === 'not_leader' ? reply.leader_id : undefined;
+  };
+
+  const issue = (cl: ClientState): void => {
+    cl.seq++;
+    const key = `k${rng.int(profile.keys)}`;
+    const value = `${cl.name}-${cl.seq}`;
+    const roll = rng.next();
+    const op: ClientOp =
+      roll < profile.readShare
+        ? { op: 'read', key }
+        : roll < 0.85
+          ? { op: 'write', key, value }
+          : roll < 0.93
+            ? { op: 'delete', key }
+            : {
+                op: 'batch',
+                entries: [
+                  { key, value },
+                  { key: `k${(Number(key.slice(1)) + 1) % profile.keys}`, value: `${value}b` },
+                ],
+              };
+    const target = cl.leaderGuess !== undefined && !rng.chance(profile.strayShare) ? cl.leaderGuess : (ids[rng.int(ids.length)] as NodeId);
+    const id = c.client(target, op);
+    cl.req = { id, op, invoke: c.now };
+    const immediate = c.reply(id);
+    if (immediate) record(cl, immediate, c.now);
+  };
+
+  const pollReplies = (): void => {
+    for (const cl of clients) {
+      if (!cl.req) continue;
+      const r = c.reply(cl.req.id);
+      if (r) record(cl, r, c.now);
+    }
+  };
+
+  const running = (): RaftCore[] => ids.filter((id) => c.state(id) !== 'offline').map((id) => c.core(id) as RaftCore);
+  const down = (): NodeId[] => ids.filter((id) => c.state(id) !== 'online');
+
+  const totalWeight = faultKinds.reduce((sum, k) => sum + profile.weights[k], 0);
+  const pickFault = (): FaultKind | undefined => {
+    let x = rng.int(totalWeight);
+    for (const k of faultKinds) {
+      x -= profile.weights[k];
+      if (x < 0) return k;
+    }
+    return undefined;
+  };
+
+  const injectFault = (): void => {
+    const kind = pickFault();
+    if (!kind) return;
+    faults++;
+    const leader = ids.find((id) => c.state(id) === 'online' && (c.core(id) as RaftCore).inspect().role === 'leader');
+    const node = leader !== undefined && rng.chance(profile.leaderBias) ? leader : (ids[rng.int(ids.length)] as NodeId);
+    const other = ids[rng.int(ids.length)] as NodeId;
+    switch (kind) {
+      case 'partition': {
+        for (const pid of c.fabric.partitions().keys()) c.fabric.heal(pid);
+        // A random split with the chosen node on the smaller side.
+        const rest = ids.filter((id) => id !== node).map((id) => ({ id, r: rng.next() })).sort((x, y) => x.r - y.r);
+        const cut = rng.range(0, Math.floor((ids.length - 1) / 2));
+        c.fabric.partition([node, ...rest.slice(0, cut).map((x) => x.id)], rest.slice(cut).map((x) => x.id));
+        return;
+      }
+      case 'heal':
+        for (const pid of c.fabric.partitions().keys()) c.fabric.heal(pid);
+        return;
+      case 'drop':
+        if (node !== other) c.fabric.setDropRate(node, other, rng.chance(0.3) ? 1 : rng.next() * 0.5);
+        return;
+      case 'latency':
+        if (node !== other) c.fabric.setLatency(node, other, rng.range(20, 200));
+        return;
+      case 'clear':
+        c.fabric.clearFaults();
+        restoreLatency();
+        return;
+      case 'pause':
+        if (c.state(node) === 'online' && down().length < o.downMax) c.pause(node);
+        return;
+      case 'resume': {
+        const paused = ids.filter((id) => c.state(id) === 'paused');
+        const r = paused[rng.int(paused.length)];
+        if (r) c.resume(r);
+        return;
+      }
+      case 'crash':
+        if (c.state(node) !== 'offline' && down().length < o.downMax + (c.state(node) === 'paused' ? 1 : 0)) c.crash(node);
+        return;
+      case 'restart': {
+        const crashed = ids.filter((id) => c.state(id) === 'offline');
+        const r = crashed[rng.int(crashed.length)];
+        if (r) c.restart(r);
+        return;
+      }
+      default:
+        unreachable(kind);
+    }
+  };
+
+  let verdictLiveness = true;
+  try {
+    // ---- fault phase: clients and faults until faultMs.
+    const faultEnd = start + o.faultMs;
+    let nextFaultAt = start + rng.range(100, 300);
+    let nextLogCheckAt = start + 100;
+    for (;;) {
+      let driverAt = Math.min(nextFaultAt, nextLogCheckAt);
+      for (const cl of clients) {
+        const t = cl.req ? cl.req.invoke + o.clientGiveUpMs : cl.nextIssueAt;
+        if (t < driverAt) driverAt = t;
+      }
+      const evAt = c.nextEventAt();
+      if (Math.min(evAt, driverAt) > faultEnd) break;
+      if (evAt <= driverAt) {
+        c.step();
+        pollReplies();
+        continue;
+      }
+      c.runUntil(driverAt);
+      const now = c.now;
+      if (now >= nextFaultAt) {
+        injectFault();
+        nextFaultAt = now + rng.range(profile.faultGapMs[0], profile.faultGapMs[1]);
+      }
+      if (now >= nextLogCheckAt) {
+        checker.logMatching(running());
+        nextLogCheckAt = now + 100;
+      }
+      for (const cl of clients) {
+        if (cl.req && now >= cl.req.invoke + o.clientGiveUpMs) record(cl, undefined, now);
+        else if (!cl.req && now >= cl.nextIssueAt) issue(cl);
+      }
+    }
+    c.runUntil(faultEnd);
+    pollReplies();
+
+    // ---- heal: every fault cleared, every node back.
+    const healAt = c.now;
+    c.fabric.clearFaults();
+    restoreLatency();
+    for (const id of ids) {
+      if (c.state(id) === 'paused') c.resume(id);
+      else if (c.state(id) === 'offline') c.restart(id);
+    }
+
+    // ---- liveness: one leader known to all, a probe write committed and applied everywhere.
+    const deadline = healAt + o.livenessMs;
+    let probe: { id: number; invoke: number; leader: NodeId } | undefined;
+    let probeIndex = 0;
+    let probeN = 0;
+    const stableLeader = (): NodeId | undefined => {
+      const views = ids.map((id) => (c.core(id) as RaftCore).inspect());
+      const leaders = views.filter((v) => v.role === 'leader');
+      if (leaders.length !== 1) return undefined;
+      const l = leaders[0] as (typeof views)[number];
+      return views.every((v) => v.term === l.term && v.leaderId === l.id) ? l.id : undefined;
+    };
+    while (c.now <= deadline) {
+      pollReplies();
+      if (probe) {
+        const r = c.reply(probe.id);
+        if (r) {
+          if (r.ok && r.result.kind === 'entry') {
+            history.push({ client: 'probe', key: 'k0', kind: 'write', value: `probe-${probeN}`, invoke: probe.invoke, complete: c.now });
+            probeIndex = r.result.entry.version;
+          } else if (!r.ok && r.indeterminate) {
+            history.push({ client: 'probe', key: 'k0', kind: 'write', value: `probe-${probeN}`, invoke: probe.invoke, complete: Infinity });
+          }
+          probe = undefined;
+        }
+      }
+      if (probeIndex > 0 && ids.every((id) => (c.core(id) as RaftCore).inspect().lastApplied >= probeIndex)) break;
+      if (!probe && probeIndex === 0) {
+        const l = stableLeader();
+        if (l) {
+          probeN++;
+          const id = c.client(l, { op: 'write', key: 'k0', value: `probe-${probeN}` });
+          probe = { id, invoke: c.now, leader: l };
+          continue;
+        }
+      }
+      if (c.nextEventAt() > deadline) break;
+      c.step();
+    }
+    livenessMs = c.now - healAt;
+    const caughtUp = probeIndex > 0 && ids.every((id) => (c.core(id) as RaftCore).inspect().lastApplied >= probeIndex);
+    if (!caughtUp) {
+      verdictLiveness = false;
+      const st = ids.map((id) => {
+        const v = (c.core(id) as RaftCore).inspect();
+        return `${id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}`;
+      });
+      checker.fail('liveness', `no leader served and replicated a write within ${o.livenessMs} ms of the heal (${st.join(' ')})`);
+    } else {
+      // Final reads of every key through the leader join the history: acknowledged writes survived.
+      const l = stableLeader();
+      if (l) {
+        for (let k = 0; k < profile.keys; k++) {
+          const key = `k${k}`;
+          const invoke = c.now;
+          const r = c.runUntilReply(c.client(l, { op: 'read', key }), 1000);
+          if (r?.ok && r.result.kind === 'entry') history.push({ client: 'final', key, kind: 'read', value: r.result.entry.value, invoke, complete: c.now });
+          else if (r && !r.ok && r.code === 'not_found') history.push({ client: 'final', key, kind: 'read', value: null, invoke, complete: c.now });
+        }
+      }
+      // Replicas that applied the same prefix hold the same store.
+      const cores = ids.map((id) => c.core(id) as RaftCore);
+      for (const a of cores) {
+        for (const b of cores) {
+          if (a.id >= b.id || a.inspect().lastApplied !== b.inspect().lastApplied) continue;
+          if (JSON.stringify(sortKeys(a.storeView())) !== JSON.stringify(sortKeys(b.storeView()))) {
+            checker.fail('state_machine_safety', `${a.id} and ${b.id} applied up to ${a.inspect().lastApplied} but hold different stores`);
+          }
+        }
+      }
+    }
+    checker.logMatching(running());
+  } catch (err) {
+    if (!(err instanceof AssertionFailure)) throw err;
+    checker.fail('state_machine_safety', `assertion: ${err.message}`);
+  }
+
+  // Outstanding client writes at the end may or may not have happened.
+  for (const cl of clients) if (cl.req) record(cl, undefined, c.now);
+
+  const lin = checkRegisterHistory(history);
+  if (!lin.ok && lin.violation) {
+    const shown = lin.violation.ops.slice(0, 40).map(describeRegisterOp).join('; ');
+    checker.fail('linearizable', `key ${lin.violation.key}: ${lin.violation.message} — ops: ${shown}`);
+  }
+  const verdicts: Record<VerdictName, boolean> = {
+    election_safety: !checker.failed.has('election_safety'),
+    log_matching: !checker.failed.has('log_matching'),
+    leader_completeness: !checker.failed.has('leader_completeness'),
+    state_machine_safety: !checker.failed.has('state_machine_safety'),
+    linearizable: !checker.failed.has('linearizable'),
+    liveness: verdictLiveness && !checker.failed.has('liveness'),
+  };
+  const stats = c.fabric.stats();
+  return {
+    seed,
+    ok: checker.failed.size === 0,
+    traceHash: c.traceHash(),
+    verdicts,
+    violations: checker.violations,
+    stats: {
+      virtualMs: c.now - start,
+      ops: history.length,
+      okOps: history.filter((h) => h.complete !== Infinity).length,
+      indeterminate: history.filter((h) => h.complete === Infinity).length,
+      elections: checker.elections,
+      maxTerm: checker.maxTerm,
+      faults,
+      messages: stats.submitted,
+      snapshotsSent: c.trace.filter((l) => l.includes(' kind=snapshot ')).length,
+      livenessMs,
+    },
+    history,
+    trace: c.trace,
+  };
+}
+
+function sortKeys<T>(o: Record<string, T>): Array<[string, T]> {
+  return Object.keys(o)
+    .sort()
+    .map((k) => [k, o[k] as T]);
+}
+
+/** The command that replays one seed. */
+export function replayCommand(seed: number): string {
+  return `node dist/src/replication/swarm/cli.js --seed ${seed} --strategy raft --verbose   (or: make sim SEED=${seed})`;
+}
