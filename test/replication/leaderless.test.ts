@@ -310,6 +310,29 @@ t.test('adding a node streams to it exactly the keys whose preference list now i
   }
   t.same(misplaced, [], 'nodes pushed out of a preference list handed their copies over and dropped them');
   for (const k of expected.slice(0, 5)) t.equal(entry(read(c, 'n6', k)).value, `v-${k}`, `${k} reads correctly through the new node`);
+
+  // Removing a node: the keys it replicated gain a replica elsewhere, streamed from the survivors.
+  c.removeNode('n2');
+  c.runFor(3000);
+  const remaining = members6.filter((m) => m !== 'n2');
+  const missing: string[] = [];
+  for (const k of keys) {
+    for (const m of preferenceList(k, 3, remaining)) if (stored(c, m, k)?.value !== `v-${k}`) missing.push(`${m}:${k}`);
+  }
+  t.same(missing, [], 'after n2 left, every key is on all of its new preference list');
+});
+
+t.test('in a 30-node cluster heartbeats slow down and a paused node is still suspected within two seconds', async (t) => {
+  const c = cluster({ nodes: 30 });
+  c.runFor(1000);
+  const before = c.fabric.stats().submitted;
+  c.runFor(1000);
+  const perSecond = c.fabric.stats().submitted - before;
+  t.ok(perSecond < 30 * 29 * 5, `fewer heartbeats than 10/s per link (${perSecond} messages in 1 s)`);
+  c.pause('n7');
+  c.runFor(2000);
+  const s = c.control('n1', { kind: 'custom', name: 'suspicion' }).data as { nodes: Record<string, { suspected: boolean }> };
+  t.same(Object.keys(s.nodes).filter((m) => s.nodes[m]?.suspected), ['n7'], 'only n7 is suspected');
 });
 
 t.test('anti-entropy heals a replica overwritten with an older bad value, with no reads', async (t) => {

@@ -53,8 +53,14 @@ import {
 
 /** Limits and periods of this core, with their units (STYLE.md). */
 export const leaderlessLimits = {
-  /** Heartbeats to every peer this often (they feed the peers' phi-accrual detectors). */
+  /**
+   * Heartbeats to every peer this often (they feed the peers' phi-accrual detectors); large
+   * clusters stretch it by heartbeatMsPerMember up to heartbeatIntervalMsMax so all-to-all
+   * heartbeats stay near members^2 / (members * 10 ms) messages per second.
+   */
   heartbeatIntervalMs: 100,
+  heartbeatMsPerMember: 10,
+  heartbeatIntervalMsMax: 500,
   /** A peer this node suspects gets heartbeats this often instead (a paused inbox is not flooded). */
   suspectedHeartbeatIntervalMs: 1000,
   /** Hints and membership transfers are (re)sent this often until acknowledged. */
@@ -297,9 +303,9 @@ class LeaderlessCore implements NodeCore {
       Math.floor(opts.timings.requestTimeoutMs * leaderlessLimits.probeFractionOfTimeout),
     );
     this.now = opts.now;
-    for (const m of this.members) if (m !== this.id) this.detectors.set(m, new PhiAccrualDetector(opts.now));
+    for (const m of this.members) if (m !== this.id) this.detectors.set(m, this.newDetector());
     // Periodic duties start at staggered offsets so nodes do not all fire at one instant.
-    this.nextHeartbeatAt = opts.now + opts.rng.range(0, leaderlessLimits.heartbeatIntervalMs - 1);
+    this.nextHeartbeatAt = opts.now + opts.rng.range(0, this.heartbeatIntervalMs() - 1);
     this.nextHandoffAt = opts.now + opts.rng.range(1, leaderlessLimits.handoffIntervalMs);
     this.nextAntiEntropyAt = opts.now + opts.rng.range(1, leaderlessLimits.antiEntropyIntervalMs);
   }
@@ -352,7 +358,7 @@ class LeaderlessCore implements NodeCore {
   onTick(now: number): void {
     this.now = now;
     if (now >= this.nextHeartbeatAt) {
-      this.nextHeartbeatAt = now + leaderlessLimits.heartbeatIntervalMs;
+      this.nextHeartbeatAt = now + this.heartbeatIntervalMs();
       this.sendHeartbeats();
     }
     for (const op of [...this.ops.values()]) {
@@ -1028,7 +1034,7 @@ class LeaderlessCore implements NodeCore {
     this.ring = ringFor(this.members);
     this.plCache.clear();
     for (const m of this.members) {
-      if (m !== this.id && !this.detectors.has(m)) this.detectors.set(m, new PhiAccrualDetector(this.now));
+      if (m !== this.id && !this.detectors.has(m)) this.detectors.set(m, this.newDetector());
     }
     for (const m of [...this.detectors.keys()]) if (!this.members.includes(m)) this.detectors.delete(m);
     const n = this.config.quorum_n;
@@ -1049,6 +1055,16 @@ class LeaderlessCore implements NodeCore {
   }
 
   // ------------------------------------------------------------ heartbeats and anti-entropy
+
+  private heartbeatIntervalMs(): number {
+    const l = leaderlessLimits;
+    return Math.min(l.heartbeatIntervalMsMax, Math.max(l.heartbeatIntervalMs, this.members.length * l.heartbeatMsPerMember));
+  }
+
+  /** A detector for a peer, seeded with the heartbeat interval it is expected to keep. */
+  private newDetector(): PhiAccrualDetector {
+    return new PhiAccrualDetector(this.now, { ...defaultPhiOptions, firstIntervalMs: this.heartbeatIntervalMs() });
+  }
 
   private sendHeartbeats(): void {
     const hlc = this.clock.peek();
