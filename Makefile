@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.simlab-stamp
 
-.PHONY: run test build deps bench bench-lincheck sim sim-long typecheck clean fuzz load soak
+.PHONY: run test build deps bench bench-lincheck sim sim-long typecheck clean fuzz load soak wrk
 
 # Reinstall from the lock file whenever it changes (or node_modules is missing).
 $(NODE_MODULES_STAMP): package-lock.json package.json
@@ -23,8 +23,24 @@ test: build
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit
 
-bench: build
-	node scripts/run-benchmarks.mjs
+# wrk drives the HTTP benchmarks (Debian package; installed on first use).
+wrk:
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+
+bench: build wrk
+	node scripts/run-benchmarks.mjs $(BENCH)
+
+bench-lincheck: build
+	node scripts/run-benchmarks.mjs lincheck
+
+# Replays one deterministic simulation run exactly: make sim SEED=42 [STRATEGY=raft]
+SEED ?= 42
+STRATEGY ?= raft
+sim: build
+	node dist/src/replication/swarm/cli.js --seed $(SEED) --strategy $(STRATEGY) --verbose
+
+sim-long: build
+	node dist/src/replication/swarm/cli.js --runs 100000 --strategy $(STRATEGY)
 
 clean:
 	rm -rf dist .tap

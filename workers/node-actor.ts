@@ -122,3 +122,5 @@ const api = {
 export type ActorApi = typeof api;
 
 Comlink.expose(api, nodeEndpoint(init.control));
+// Cores with timers from the start (raft elections, heartbeats) need their first deadline armed now.
+flush();

@@ -212,6 +212,7 @@ export class Cluster {
   }
 
   async addNode(): Promise<NodeHandle> {
+    if (this.config.strategy === 'raft') return this.addRaftNode();
     const id = `n${this.nextNodeNumber++}`;
     const peers = [...this.nodes.keys(), id];
     this.regions[id] = peers.length % Math.max(1, this.config.regions);
@@ -224,15 +225,61 @@ export class Cluster {
     return handle;
   }
 
+  /** The current raft leader, if an online node claims it (highest term wins). */
+  async raftLeader(): Promise<NodeHandle | undefined> {
+    const st = await this.statuses();
+    let best: NodeHandle | undefined;
+    let bestTerm = -1;
+    for (const [id, s] of st) {
+      const h = this.nodes.get(id);
+      if (s.role === 'leader' && h?.state === 'online' && (s.term ?? 0) > bestTerm) {
+        best = h;
+        bestTerm = s.term ?? 0;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * Raft membership goes through the log, one single-server change at a time: start the new node
+   * knowing the current configuration plus itself, then have the leader append the new
+   * configuration; the leader catches the node up with AppendEntries or InstallSnapshot.
+   */
+  private async addRaftNode(): Promise<NodeHandle> {
+    const leader = await this.raftLeader();
+    if (!leader) throw Object.assign(new Error('no leader elected yet; a raft membership change needs a leader'), { status: 409 });
+    const id = `n${this.nextNodeNumber++}`;
+    const peers = [...this.nodes.keys(), id];
+    this.regions[id] = 0;
+    this.fabric.addNode(id);
+    const handle = this.spawn(id, peers);
+    await handle.ready();
+    const r = await leader.controlAwait({ kind: 'add_server', node_id: id });
+    if (!r.ok) {
+      this.nodes.delete(id);
+      this.fabric.removeNode(id);
+      await handle.terminate();
+      throw Object.assign(new Error(r.error), { status: r.status === 404 ? 409 : r.status });
+    }
+    return handle;
+  }
+
   async removeNode(nodeId: NodeId): Promise<void> {
     const n = this.nodes.get(nodeId);
     if (!n) return;
+    if (this.config.strategy === 'raft' && this.nodes.size > 1) {
+      const leader = await this.raftLeader();
+      if (!leader) throw Object.assign(new Error('no leader elected yet; a raft membership change needs a leader'), { status: 409 });
+      const r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
+      if (!r.ok) throw Object.assign(new Error(r.error), { status: r.status === 404 ? 409 : r.status });
+      // A removed leader steps down after committing its removal; give it a moment to hand over.
+    }
     this.nodes.delete(nodeId);
     this.fabric.removeNode(nodeId);
     delete this.regions[nodeId];
     await n.terminate();
     const peers = [...this.nodes.keys()];
-    await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'peers', peers })));
+    if (this.config.strategy !== 'raft') await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'peers', peers })));
     if (this.config.strategy === 'single_leader' && this.leaderId === nodeId) await this.failover();
   }
 

@@ -19,7 +19,8 @@ export class HybridClock {
 
   /** Merge a timestamp received from another node (Unix ns) so later local events order after it. */
   observe(remoteNs: number): void {
-    const remote = Math.floor(remoteNs / 1000);
+    // Math.round: near 1.7e18 a double cannot hold every multiple of 1000, so floor could lose a microsecond.
+    const remote = Math.round(remoteNs / 1000);
     if (remote > this.last) this.last = remote;
   }
 

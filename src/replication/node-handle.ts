@@ -88,6 +88,23 @@ export class NodeHandle {
     });
   }
 
+  /**
+   * A control command whose outcome arrives later as a client reply (raft membership changes go
+   * through the log): registers a pending reply under a fresh id and passes it as reqId.
+   */
+  async controlAwait(cmd: { kind: 'add_server' | 'remove_server'; node_id: string }): Promise<ClientReply> {
+    const id = this.nextId++;
+    const done = new Promise<ClientReply>((resolve) => {
+      this.pending.set(id, { resolve, deadline: Date.now() + this.requestTimeoutMs + frontRequestTimeoutMsExtra });
+    });
+    const r = await this.remote.control({ ...cmd, reqId: id });
+    if (!r.ok) {
+      this.pending.delete(id);
+      return { id, ok: false, code: 'bad_request', status: r.status ?? 409, error: r.error ?? 'refused' } as ClientReply;
+    }
+    return done;
+  }
+
   /** Deliveries from the fabric: batched into one post per turn together with client requests. */
   deliverNet(buf: ArrayBuffer): void {
     if (this.exited) return;

@@ -7,13 +7,14 @@ import type { Logger } from '../util/logger.js';
 import { HttpApp, HttpError, WsHub, healthRoutes, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
 import {
   BatchWriteRequest, ClockSkewRequest, ClusterConfigBody, ClusterConfigPatch, DropRequest, LatencyRequest,
-  PartitionRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
+  PartitionRequest, ResolveConflictRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
 } from '../../protocol/replication.js';
 import { Cluster, toKVEntry } from './cluster.js';
 import { effectiveConfig } from './config.js';
 import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
 import { isImplemented } from './cores/index.js';
 import { createSimMetrics, type SimMetrics } from './metrics.js';
+import { preferenceList } from './dynamo/ring.js';
 
 export interface ReplSimOptions {
   port: number;
@@ -260,18 +261,63 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     return { status: 200, body: { results } };
   }, { body: BatchWriteRequest });
 
+  // ---- strategy-specific views ----
+  const firstOnline = (c: Cluster): string => {
+    for (const n of c.nodes.values()) if (n.state === 'online') return n.id;
+    throw new HttpError(409, `no node of cluster ${c.id} is online`);
+  };
+  app.get('/api/v1/clusters/:id/placement', async (req) => {
+    const c = getCluster(req);
+    const key = req.query.get('key') ?? '';
+    const nRaw = req.query.get('n');
+    const n = nRaw === null ? 3 : Number(nRaw);
+    if (!Number.isInteger(n) || n < 1) throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
+    if (n > c.nodes.size) throw new HttpError(400, `n must be at most the number of nodes (${c.nodes.size})`);
+    return { status: 200, body: { key, preference_list: preferenceList(key, n, [...c.nodes.keys()]) } };
+  });
+  app.get('/api/v1/clusters/:id/suspicion', async (req) => {
+    const c = getCluster(req);
+    if (c.config.strategy !== 'leaderless') throw new HttpError(400, `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`);
+    const r = await c.nodes.get(firstOnline(c))?.remote.control({ kind: 'custom', name: 'suspicion' });
+    if (!r?.ok) throw new HttpError(r?.status ?? 500, r?.error ?? 'suspicion unavailable');
+    return { status: 200, body: r.data };
+  });
+  app.get('/api/v1/clusters/:id/conflicts', async (req) => {
+    const c = getCluster(req);
+    if (c.config.strategy !== 'multi_leader') return { status: 200, body: { conflicts: [] } };
+    const all = await Promise.all([...c.nodes.values()].map(async (n) => {
+      const r = await n.remote.control({ kind: 'custom', name: 'conflicts' });
+      return r.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
+    }));
+    return { status: 200, body: { conflicts: all.flat() } };
+  });
+  app.post('/api/v1/clusters/:id/conflicts/resolve', async (req) => {
+    const c = getCluster(req);
+    const b = req.body as ResolveConflictRequest;
+    if (c.config.strategy !== 'multi_leader') throw new HttpError(400, `manual conflict resolution applies to multi_leader clusters; this cluster is ${c.config.strategy}`);
+    const node = getNode(c, b.node_id);
+    const r = await c.nodes.get(node)?.remote.control({ kind: 'custom', name: 'resolve', args: { key: b.key, choice: b.choice } });
+    if (!r?.ok) throw new HttpError(r?.status === 404 ? 409 : (r?.status ?? 409), r?.error ?? `no pending conflict for key ${b.key} on ${node}`);
+    c.kick();
+    return { status: 200, body: r.data ?? { status: 'resolved', key: b.key, choice: b.choice } };
+  }, { body: ResolveConflictRequest });
+
   // ---- nodes ----
+  const statusOf = (err: unknown): never => {
+    const status = (err as { status?: number }).status;
+    throw new HttpError(typeof status === 'number' ? status : 500, (err as Error).message);
+  };
   app.post('/api/v1/clusters/:id/nodes', async (req) => {
     const c = getCluster(req);
     if (c.nodes.size >= 64) throw new HttpError(409, 'a cluster has at most 64 nodes');
-    const h = await c.addNode();
+    const h = await c.addNode().catch(statusOf);
     publish(c.id, { type: 'node_state_changed', node_id: h.id, data: { state: 'online', reason: 'added' } });
     return { status: 201, body: await c.nodeStatus(h.id) };
   });
   app.delete('/api/v1/clusters/:id/nodes/:nodeId', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.removeNode(nodeId);
+    await c.removeNode(nodeId).catch(statusOf);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'offline', reason: 'removed' } });
     return { status: 204 };
   });

@@ -7,9 +7,9 @@ import type { CoreFactory, Strategy } from '../core.js';
 
 const loaders: Record<Strategy, (() => Promise<CoreFactory>) | undefined> = {
   single_leader: async () => (await import('./single-leader.js')).createSingleLeaderCore,
-  raft: undefined,
-  leaderless: undefined,
-  multi_leader: undefined,
+  raft: async () => (await import('./raft.js')).createRaftCore,
+  leaderless: async () => (await import('./leaderless.js')).createLeaderlessCore,
+  multi_leader: async () => (await import('./multi-leader.js')).createMultiLeaderCore,
 };
 
 export function isImplemented(strategy: Strategy): boolean {
