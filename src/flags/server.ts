@@ -49,7 +49,8 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min 
 /**
  * Limits from the environment:
  * FLAGS_LOGIN_ATTEMPTS_PER_MINUTE (10), FLAGS_SSE_HEARTBEAT_MS (15000), FLAGS_SSE_CLIENTS_MAX (20000),
- * FLAGS_SSE_REPLAY_LOG_MAX (4096), FLAGS_SSE_CLIENT_BUFFER_BYTES (524288), FLAGS_AUDIT_MAX_PER_PROJECT (100000).
+ * FLAGS_SSE_REPLAY_LOG_MAX (4096 changes), FLAGS_SSE_REPLAY_LOG_BYTES (32 MiB), FLAGS_SSE_CLIENT_BUFFER_BYTES (524288),
+ * FLAGS_AUDIT_MAX_PER_PROJECT (100000).
  */
 function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; stream: StreamLimits; sseBufferBytes: number; auditMax: number } {
   return {
@@ -58,6 +59,7 @@ function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; stream
       heartbeatMs: intFromEnv(env, 'FLAGS_SSE_HEARTBEAT_MS', defaultStreamLimits.heartbeatMs),
       clientsMax: intFromEnv(env, 'FLAGS_SSE_CLIENTS_MAX', defaultStreamLimits.clientsMax, 1),
       replayLogEntriesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_MAX', defaultStreamLimits.replayLogEntriesMax, 1),
+      replayLogBytesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_BYTES', defaultStreamLimits.replayLogBytesMax, 1024),
     },
     sseBufferBytes: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, 1024),
     auditMax: intFromEnv(env, 'FLAGS_AUDIT_MAX_PER_PROJECT', 100_000, 1),

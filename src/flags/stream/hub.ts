@@ -13,14 +13,16 @@ import type { Change, EnvironmentInfo } from '../store/types.js';
 import type { EnvState, Replica } from './replica.js';
 
 export interface StreamLimits {
-  /** Changes kept for Last-Event-ID replay. */
+  /** Changes kept for Last-Event-ID replay... */
   replayLogEntriesMax: number;
+  /** ...and the bytes their frames may take together (flags can be large). */
+  replayLogBytesMax: number;
   /** Connected clients across all environments; more are refused (503). */
   clientsMax: number;
   heartbeatMs: number;
 }
 
-export const defaultStreamLimits: StreamLimits = { replayLogEntriesMax: 4096, clientsMax: 20_000, heartbeatMs: 15_000 };
+export const defaultStreamLimits: StreamLimits = { replayLogEntriesMax: 4096, replayLogBytesMax: 32 * 1024 * 1024, clientsMax: 20_000, heartbeatMs: 15_000 };
 
 interface Client {
   stream: ServerStream;
@@ -67,6 +69,7 @@ export class StreamHub {
   /** Ring of recent changes; `floor` is the highest seq no longer (or never) in it. */
   private readonly log: LogEntry[] = [];
   private logStart = 0;
+  private logBytes = 0;
   private floor: number;
   private readonly putCache = new WeakMap<EnvState, { revision: number; json: string }>();
   private readonly heartbeat: NodeJS.Timeout | undefined;
@@ -193,16 +196,20 @@ export class StreamHub {
 
   private append(e: LogEntry): void {
     this.log.push(e);
-    if (this.log.length - this.logStart > this.limits.replayLogEntriesMax) {
+    this.logBytes += e.frame.length;
+    const { replayLogEntriesMax, replayLogBytesMax } = this.limits;
+    while (this.log.length - this.logStart > replayLogEntriesMax || (this.logBytes > replayLogBytesMax && this.log.length - this.logStart > 1)) {
       const old = this.log[this.logStart] as LogEntry;
+      this.log[this.logStart] = undefined as unknown as LogEntry;
       this.floor = old.seq;
+      this.logBytes -= old.frame.length;
       this.logStart++;
       this.stats.replayLogEvicted++;
-      // Compact now and then instead of shifting on every append.
-      if (this.logStart >= this.limits.replayLogEntriesMax) {
-        this.log.splice(0, this.logStart);
-        this.logStart = 0;
-      }
+    }
+    // Compact now and then instead of shifting on every eviction.
+    if (this.logStart >= 1024 && this.logStart * 2 >= this.log.length) {
+      this.log.splice(0, this.logStart);
+      this.logStart = 0;
     }
   }
 
