@@ -1,0 +1,219 @@
+/**
+ * The linearizability checker: the Wing–Gong–Lowe depth-first search over a history's call and
+ * return events, with Lowe's memoization of (linearized set, model state) configurations, run on
+ * each key's part of the history separately (P-compositionality). It is a pure function of the
+ * history, the model and an injected clock; it knows no file formats, threads or wall time.
+ *
+ * Semantics (Jepsen's): a `fail` operation never happened and is dropped; an `info` operation may
+ * take effect at any point after its invocation, or never; an `ok` operation took effect at some
+ * point between its invocation and its completion. Events at equal times are taken as concurrent.
+ */
+import { describeInterval, describeOp, isCasInput, type History, type HistoryOp, type ModelState } from './history.js';
+import type { Model } from './models.js';
+import { KeySearch, type Frontier } from './search.js';
+
+/** A time budget: the search gives up with verdict `unknown` once `now()` passes `deadline`. */
+export interface Budget {
+  now(): number;
+  readonly deadline: number;
+}
+
+export interface CheckOptions {
+  readonly budget?: Budget | undefined;
+  /**
+   * Cap on memoized configurations over all keys (memory: about 12 bytes plus 4 per 32 ops of
+   * the key each); past it the verdict is `unknown` with reason `limit`. Default 20 million.
+   */
+  readonly configurationsMax?: number | undefined;
+}
+
+export const defaultConfigurationsMax = 20_000_000;
+
+/**
+ * The minimal explanation of a violation: the history up to (not including) the completion of
+ * `op` is linearizable, and the history including that completion is not. `linearization` is one
+ * legal order of the operations taken to have happened before that point (indices into the
+ * checked history), and `stateAfter` the model state it leaves; `op` cannot be placed after any
+ * such order.
+ */
+export interface Violation {
+  readonly key: string;
+  readonly opIndex: number;
+  readonly op: HistoryOp;
+  readonly prefixEndTime: number;
+  readonly linearization: readonly number[];
+  readonly stateAfter: ModelState;
+  readonly message: string;
+}
+
+export interface CheckStats {
+  /** Operations searched over (fail ops and unknown-outcome reads are dropped first). */
+  readonly ops: number;
+  /** Keys checked on their own. */
+  readonly partitions: number;
+  /** Distinct (linearized set, state) configurations memoized. */
+  readonly configurations: number;
+  /** Times the search undid a step. */
+  readonly backtracks: number;
+}
+
+export type CheckResult =
+  | { readonly verdict: 'linearizable'; readonly stats: CheckStats }
+  | { readonly verdict: 'not-linearizable'; readonly violation: Violation; readonly stats: CheckStats }
+  | {
+      readonly verdict: 'unknown';
+      readonly reason: 'timeout' | 'limit' | 'invalid-history';
+      readonly note: string;
+      readonly stats: CheckStats;
+    };
+
+/** Problems that make a history uncheckable against `model`; empty when it is well formed. */
+export function validateHistory(history: History, model: Model): string[] {
+  const problems: string[] = [];
+  for (let i = 0; i < history.length && problems.length < 10; i++) {
+    const op = history[i] as HistoryOp;
+    const where = `operation ${i} (client ${String(op.client)})`;
+    if (!model.kinds.includes(op.kind)) {
+      problems.push(`${where}: the ${model.name} model has no ${op.kind} operation (it knows ${model.kinds.join(', ')})`);
+    }
+    if (!Number.isFinite(op.invokeTime)) problems.push(`${where}: invokeTime must be a finite number`);
+    if (op.status === 'ok') {
+      const end = op.completeTime;
+      if (end === undefined || !Number.isFinite(end)) {
+        problems.push(`${where}: an ok operation needs a finite completeTime`);
+      } else if (end < op.invokeTime) {
+        problems.push(`${where}: completeTime ${end} is before invokeTime ${op.invokeTime}`);
+      }
+    }
+    if ((op.kind === 'cas') !== isCasInput(op.input)) {
+      problems.push(`${where}: a cas takes [expected, new] as input and no other kind does`);
+    }
+  }
+  return problems;
+}
+
+/** Splits a history into its keys' parts (indices into `history`), keys in sorted order. */
+export function partitionByKey(history: History): Array<{ key: string; indices: number[] }> {
+  const byKey = new Map<string, number[]>();
+  for (let i = 0; i < history.length; i++) {
+    const key = (history[i] as HistoryOp).key;
+    let part = byKey.get(key);
+    if (part === undefined) byKey.set(key, (part = []));
+    part.push(i);
+  }
+  return [...byKey.keys()].sort().map((key) => ({ key, indices: byKey.get(key) as number[] }));
+}
+
+/** Loop steps a key's search runs before the next key gets its turn (and the budget is read). */
+const SLICE_STEPS = 1 << 12;
+
+/**
+ * Checks `history` against `model`, one key at a time (P-compositionality: a history of
+ * independent keys is linearizable exactly when each key's part is). The keys' searches take
+ * turns in fixed slices (round robin), so a violation in any key ends the check as soon as it is found, as a
+ * parallel checker would, yet the run stays deterministic.
+ */
+export function checkHistory(history: History, model: Model, options: CheckOptions = {}): CheckResult {
+  const problems = validateHistory(history, model);
+  const stats = { ops: 0, partitions: 0, configurations: 0, backtracks: 0 };
+  if (problems.length > 0) {
+    return { verdict: 'unknown', reason: 'invalid-history', note: problems.join('; '), stats };
+  }
+  interface Job { key: string; search: KeySearch; ops: HistoryOp[]; historyIndex: number[]; counted: number }
+  const running: Job[] = [];
+  for (const { key, indices } of partitionByKey(history)) {
+    // Jepsen's rules: a failed op never happened; an unknown-outcome op that cannot change the
+    // state (a read) constrains nothing. Both are dropped before the search.
+    const ops: HistoryOp[] = [];
+    const historyIndex: number[] = [];
+    for (const i of indices) {
+      const op = history[i] as HistoryOp;
+      if (op.status === 'fail' || (op.status === 'info' && model.readOnly(op))) continue;
+      ops.push(op);
+      historyIndex.push(i);
+    }
+    stats.ops += ops.length;
+    stats.partitions++;
+    running.push({ key, search: new KeySearch(ops, model), ops, historyIndex, counted: 0 });
+  }
+  const all = [...running];
+  const tally = (): void => {
+    stats.configurations = all.reduce((sum, job) => sum + job.search.configurations, 0);
+    stats.backtracks = all.reduce((sum, job) => sum + job.search.backtracks, 0);
+  };
+  const budget = options.budget;
+  const configurationsMax = options.configurationsMax ?? defaultConfigurationsMax;
+  const decided = (): string => `${all.length - running.length} of ${all.length} keys decided (linearizable)`;
+  let configurations = 0;
+  let cursor = 0;
+  while (running.length > 0) {
+    if (cursor >= running.length) cursor = 0;
+    const job = running[cursor] as Job;
+    const status = job.search.run(SLICE_STEPS);
+    if (status === 'violation') {
+      tally();
+      return { verdict: 'not-linearizable', violation: toViolation(job, job.search.frontier()), stats };
+    }
+    if (status === 'linearizable') {
+      running.splice(cursor, 1);
+      if (running.length === 0) break;
+    } else {
+      cursor++;
+    }
+    if (budget !== undefined && budget.now() > budget.deadline) {
+      tally();
+      return { verdict: 'unknown', reason: 'timeout', note: `the time budget ran out with ${decided()}`, stats };
+    }
+    configurations += job.search.configurations - job.counted;
+    job.counted = job.search.configurations;
+    if (configurations > configurationsMax) {
+      tally();
+      const note = `the search memoized over ${configurationsMax} configurations with ${decided()}`;
+      return { verdict: 'unknown', reason: 'limit', note, stats };
+    }
+  }
+  tally();
+  return { verdict: 'linearizable', stats };
+}
+
+function toViolation(
+  job: { key: string; ops: HistoryOp[]; historyIndex: number[] },
+  frontier: Frontier,
+): Violation {
+  const op = job.ops[frontier.culprit] as HistoryOp;
+  const prefixEndTime = op.completeTime as number;
+  const linearization = frontier.linearization.map((local) => job.historyIndex[local] as number);
+  return {
+    key: job.key,
+    opIndex: job.historyIndex[frontier.culprit] as number,
+    op,
+    prefixEndTime,
+    linearization,
+    stateAfter: frontier.state,
+    message: explain(op, prefixEndTime, linearization.length, frontier.state),
+  };
+}
+
+function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelState): string {
+  const state = stateAfter === null ? 'nil' : JSON.stringify(stateAfter);
+  return (
+    `${describeOp(op)} ${describeInterval(op)} cannot be linearized. ` +
+    `The history up to its completion at ${end} is linearizable ` +
+    `(for example ${placed} operations in a legal order, leaving the state ${state}), ` +
+    `but no legal order of the operations before that point can be followed by this one.`
+  );
+}
+
+/** A violation in a few lines: the message, then the tail of the linearizable prefix. */
+export function describeViolation(history: History, violation: Violation, tail = 5): string[] {
+  const lines = [violation.message];
+  const lin = violation.linearization;
+  const from = Math.max(0, lin.length - tail);
+  if (from > 0) lines.push(`  ... ${from} earlier operations`);
+  for (let k = from; k < lin.length; k++) {
+    const op = history[lin[k] as number] as HistoryOp;
+    lines.push(`  ${k + 1}. ${describeOp(op)} ${describeInterval(op)}`);
+  }
+  lines.push(`  then: ${describeOp(violation.op)} ${describeInterval(violation.op)} is impossible`);
+  return lines;
+}

@@ -1,0 +1,451 @@
+/**
+ * The Wing–Gong–Lowe search for one key's history, resumable in bounded slices so that several
+ * keys can be searched in turn (the first violation anywhere ends the check) and a time budget
+ * can be honoured between slices. Pure: no clock, no I/O; the caller decides when to stop.
+ *
+ * Shape (after Lowe, and Porcupine): events in a doubly linked list sorted by time; linearizing
+ * an operation lifts its call and return out of the list, backtracking puts them back (dancing
+ * links). From a configuration (linearized set, model state) the candidates are the calls before
+ * the first remaining return; reaching that return means nothing more can go next. Explored
+ * configurations are memoized in a hash set keyed by a Zobrist hash of the set and the state.
+ */
+import { invariant } from '../../util/assert.js';
+import type { HistoryOp, ModelState } from './history.js';
+import type { Model } from './models.js';
+
+export type SearchStatus = 'running' | 'linearizable' | 'violation';
+
+/** The deepest point the search reached: the culprit op (local index) and one linearization before it. */
+export interface Frontier {
+  readonly culprit: number;
+  readonly linearization: readonly number[];
+  readonly state: ModelState;
+}
+
+/** Zobrist codes, one random 32-bit word per operation slot, from a fixed seed (deterministic). */
+let zobrist = new Int32Array(0);
+function zobristCodes(n: number): Int32Array {
+  if (zobrist.length < n) {
+    const codes = new Int32Array(Math.max(n, zobrist.length * 2, 1024));
+    let s = 0x2545f491;
+    for (let i = 0; i < codes.length; i++) {
+      s ^= s << 13; // xorshift32
+      s ^= s >>> 17;
+      s ^= s << 5;
+      codes[i] = s;
+    }
+    zobrist = codes;
+  }
+  return zobrist;
+}
+
+/** murmur3's 32-bit finalizer. */
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/**
+ * Lowe's memo: the (linearized set, state) configurations already explored. Open addressing
+ * over entry numbers; an entry keeps its hash, its state id and a copy of its bitset, so equal
+ * hashes are confirmed exactly (a hash collision never prunes a live branch).
+ */
+class ConfigCache {
+  private slots = new Int32Array(1024);
+  private mask = 1023;
+  private hashes = new Int32Array(512);
+  private states = new Int32Array(512);
+  private bitsets: Uint32Array;
+  size = 0;
+
+  constructor(private readonly words: number) {
+    this.bitsets = new Uint32Array(512 * words);
+  }
+
+  /** Adds the configuration; false when it was there already. */
+  insert(hash: number, state: number, bits: Uint32Array): boolean {
+    const words = this.words;
+    const slots = this.slots;
+    const mask = this.mask;
+    let slot = fmix(hash) & mask;
+    for (;;) {
+      const entry = (slots[slot] as number) - 1;
+      if (entry < 0) break;
+      if (this.hashes[entry] === hash && this.states[entry] === state) {
+        const bitsets = this.bitsets;
+        const base = entry * words;
+        let w = 0;
+        while (w < words && bitsets[base + w] === bits[w]) w++;
+        if (w === words) return false;
+      }
+      slot = (slot + 1) & mask;
+    }
+    const entry = this.size++;
+    if (entry === this.hashes.length) this.growEntries();
+    this.hashes[entry] = hash;
+    this.states[entry] = state;
+    this.bitsets.set(bits, entry * words);
+    slots[slot] = entry + 1;
+    if (this.size * 2 > slots.length) this.growSlots();
+    return true;
+  }
+
+  private growEntries(): void {
+    const cap = this.hashes.length * 2;
+    const hashes = new Int32Array(cap);
+    hashes.set(this.hashes);
+    this.hashes = hashes;
+    const states = new Int32Array(cap);
+    states.set(this.states);
+    this.states = states;
+    const bitsets = new Uint32Array(cap * this.words);
+    bitsets.set(this.bitsets);
+    this.bitsets = bitsets;
+  }
+
+  private growSlots(): void {
+    const slots = new Int32Array(this.slots.length * 2);
+    const mask = slots.length - 1;
+    for (let entry = 0; entry < this.size; entry++) {
+      let slot = fmix(this.hashes[entry] as number) & mask;
+      while (slots[slot] !== 0) slot = (slot + 1) & mask;
+      slots[slot] = entry + 1;
+    }
+    this.slots = slots;
+    this.mask = mask;
+  }
+}
+
+const ILLEGAL = -1;
+const EMPTY = -1;
+
+/**
+ * Interned model states and a memo of transitions: each (state, op) pair is handed to the model
+ * once; afterwards a step is a hash-table probe returning the next state's id or ILLEGAL.
+ */
+class Transitions {
+  private readonly ids = new Map<ModelState, number>();
+  readonly states: ModelState[] = [];
+  private keyState = new Int32Array(1024).fill(EMPTY);
+  private keyOp = new Int32Array(1024);
+  private to = new Int32Array(1024);
+  private mask = 1023;
+  private size = 0;
+
+  constructor(private readonly model: Model, private readonly ops: readonly HistoryOp[]) {}
+
+  intern(s: ModelState): number {
+    let id = this.ids.get(s);
+    if (id === undefined) {
+      id = this.states.length;
+      this.ids.set(s, id);
+      this.states.push(s);
+    }
+    return id;
+  }
+
+  step(state: number, op: number): number {
+    const mask = this.mask;
+    const keyState = this.keyState;
+    let slot = fmix(Math.imul(state, 0x9e3779b1) ^ op) & mask;
+    for (;;) {
+      const s = keyState[slot] as number;
+      if (s === EMPTY) break;
+      if (s === state && this.keyOp[slot] === op) return this.to[slot] as number;
+      slot = (slot + 1) & mask;
+    }
+    const after = this.model.step(this.states[state] as ModelState, this.ops[op] as HistoryOp);
+    const to = after === undefined ? ILLEGAL : this.intern(after);
+    keyState[slot] = state;
+    this.keyOp[slot] = op;
+    this.to[slot] = to;
+    if (++this.size * 2 > keyState.length) this.grow();
+    return to;
+  }
+
+  private grow(): void {
+    const cap = this.keyState.length * 2;
+    const mask = cap - 1;
+    const keyState = new Int32Array(cap).fill(EMPTY);
+    const keyOp = new Int32Array(cap);
+    const to = new Int32Array(cap);
+    for (let old = 0; old < this.keyState.length; old++) {
+      const s = this.keyState[old] as number;
+      if (s === EMPTY) continue;
+      const op = this.keyOp[old] as number;
+      let slot = fmix(Math.imul(s, 0x9e3779b1) ^ op) & mask;
+      while (keyState[slot] !== EMPTY) slot = (slot + 1) & mask;
+      keyState[slot] = s;
+      keyOp[slot] = op;
+      to[slot] = this.to[old] as number;
+    }
+    this.keyState = keyState;
+    this.keyOp = keyOp;
+    this.to = to;
+    this.mask = mask;
+  }
+}
+
+/** What the loop does next: look for a legal read-only op, scan candidates, or undo a step. */
+const READS = 0;
+const SCAN = 1;
+const BACKTRACK = 2;
+
+/**
+ * One key's search. `ops` are the operations that take part (fail ops and unknown-outcome
+ * read-only ops already dropped); `ok` ops must be linearized, `info` ops may be or not.
+ */
+export class KeySearch {
+  private readonly n: number;
+  private readonly next: Int32Array;
+  private readonly prev: Int32Array;
+  /** op for a call node, ~op for a return node; 0 for the head and tail sentinels. */
+  private readonly nodeOp: Int32Array;
+  private readonly callNode: Int32Array;
+  private readonly returnNode: Int32Array;
+  private readonly isOk: Uint8Array;
+  private readonly readOnly: Uint8Array;
+  private readonly tail: number;
+  private readonly bits: Uint32Array;
+  private readonly codes: Int32Array;
+  private readonly cache: ConfigCache;
+  private readonly transitions: Transitions;
+  private readonly stackOp: Int32Array;
+  private readonly stackState: Int32Array;
+  /** 1 when the step was a read-only op taken greedily: undoing it undoes its parent too. */
+  private readonly stackForced: Uint8Array;
+
+  private status: SearchStatus = 'running';
+  private state: number;
+  private zhash = 0;
+  private depth = 0;
+  private okLeft: number;
+  private node: number;
+  private phase = READS;
+  private bestFrontier = 0;
+  private bestLinearization: number[] = [];
+  private bestState: number;
+  backtracks = 0;
+
+  constructor(ops: readonly HistoryOp[], model: Model) {
+    const n = ops.length;
+    this.n = n;
+    this.isOk = new Uint8Array(n);
+    this.readOnly = new Uint8Array(n);
+    let okCount = 0;
+    for (let i = 0; i < n; i++) {
+      const op = ops[i] as HistoryOp;
+      if (op.status === 'ok') {
+        this.isOk[i] = 1;
+        okCount++;
+      }
+      if (model.readOnly(op)) this.readOnly[i] = 1;
+    }
+    this.okLeft = okCount;
+
+    // Events: e < n is the call of op e, e >= n the return of op e - n (ok ops only). By time;
+    // on equal times calls first (taken as concurrent), then by op order, for determinism.
+    const events: number[] = [];
+    for (let i = 0; i < n; i++) {
+      events.push(i);
+      if (this.isOk[i] === 1) events.push(n + i);
+    }
+    const timeOf = (e: number): number =>
+      e < n ? (ops[e] as HistoryOp).invokeTime : ((ops[e - n] as HistoryOp).completeTime as number);
+    events.sort((a, b) => timeOf(a) - timeOf(b) || (a < n ? 0 : 1) - (b < n ? 0 : 1) || a - b);
+
+    // Nodes: 0 the head, 1..E the events in time order, E+1 the tail.
+    const E = events.length;
+    this.tail = E + 1;
+    this.next = new Int32Array(E + 2);
+    this.prev = new Int32Array(E + 2);
+    this.nodeOp = new Int32Array(E + 2);
+    this.callNode = new Int32Array(n);
+    this.returnNode = new Int32Array(n).fill(-1);
+    for (let k = 0; k < E; k++) {
+      const e = events[k] as number;
+      if (e < n) {
+        this.nodeOp[k + 1] = e;
+        this.callNode[e] = k + 1;
+      } else {
+        this.nodeOp[k + 1] = ~(e - n);
+        this.returnNode[e - n] = k + 1;
+      }
+    }
+    for (let node = 0; node <= this.tail; node++) {
+      this.next[node] = node + 1;
+      this.prev[node] = node - 1;
+    }
+
+    this.bits = new Uint32Array((n + 31) >>> 5);
+    this.codes = zobristCodes(n);
+    this.cache = new ConfigCache(this.bits.length);
+    this.transitions = new Transitions(model, ops);
+    this.stackOp = new Int32Array(n);
+    this.stackState = new Int32Array(n);
+    this.stackForced = new Uint8Array(n);
+    this.state = this.transitions.intern(model.init());
+    this.bestState = this.state;
+    this.node = this.next[0] as number;
+    // An info op may never take effect: with no ok op there is nothing to order.
+    if (okCount === 0) this.status = 'linearizable';
+  }
+
+  get configurations(): number {
+    return this.cache.size;
+  }
+
+  /** Where the search got deepest; meaningful once the status is 'violation'. */
+  frontier(): Frontier {
+    const culprit = ~(this.nodeOp[this.bestFrontier] as number);
+    invariant(this.status === 'violation' && culprit >= 0 && culprit < this.n, 'no violation to explain');
+    return {
+      culprit,
+      linearization: this.bestLinearization,
+      state: this.transitions.states[this.bestState] as ModelState,
+    };
+  }
+
+  /** Runs up to `quota` loop steps; returns the status reached. */
+  run(quota: number): SearchStatus {
+    if (this.status !== 'running') return this.status;
+    const { next, prev, nodeOp, callNode, returnNode, isOk, readOnly, bits, codes, cache, transitions } = this;
+    const { stackOp, stackState, stackForced, tail } = this;
+    let { state, zhash, depth, okLeft, node, phase } = this;
+    let steps = 0;
+
+    const lift = (op: number): void => {
+      const c = callNode[op] as number;
+      next[prev[c] as number] = next[c] as number;
+      prev[next[c] as number] = prev[c] as number;
+      const r = returnNode[op] as number;
+      if (r >= 0) {
+        next[prev[r] as number] = next[r] as number;
+        prev[next[r] as number] = prev[r] as number;
+      }
+    };
+    const unlift = (op: number): void => {
+      const r = returnNode[op] as number;
+      if (r >= 0) {
+        next[prev[r] as number] = r;
+        prev[next[r] as number] = r;
+      }
+      const c = callNode[op] as number;
+      next[prev[c] as number] = c;
+      prev[next[c] as number] = c;
+    };
+    /** Linearizes `op` next if (set + op, to) is new; false when it was explored already. */
+    const push = (op: number, to: number, forced: number): boolean => {
+      const w = op >>> 5;
+      const b = 1 << (op & 31);
+      bits[w] = (bits[w] as number) | b;
+      const h = zhash ^ (codes[op] as number);
+      if (!cache.insert(h ^ fmix(to + 1), to, bits)) {
+        bits[w] = (bits[w] as number) & ~b;
+        return false;
+      }
+      zhash = h;
+      stackOp[depth] = op;
+      stackState[depth] = state;
+      stackForced[depth] = forced;
+      depth++;
+      state = to;
+      lift(op);
+      okLeft -= isOk[op] as number;
+      return true;
+    };
+
+    for (;;) {
+      if (++steps > quota) break;
+      if (phase === READS) {
+        // Greedy rule for read-only ops: one that is legal now can go next without loss, since
+        // dropping it from any later linearization leaves every other step legal. So it is the
+        // only move tried here.
+        const v = nodeOp[node] as number;
+        if (v < 0 || node === tail) {
+          phase = SCAN;
+          node = next[0] as number;
+          continue;
+        }
+        if (readOnly[v] === 1) {
+          const to = transitions.step(state, v);
+          if (to >= 0) {
+            invariant(to === state, 'a read-only operation changed the model state');
+            if (!push(v, to, 1)) {
+              phase = BACKTRACK; // the same configuration plus this read was explored and failed
+              continue;
+            }
+            if (okLeft === 0) {
+              this.status = 'linearizable';
+              break;
+            }
+            node = next[0] as number;
+            continue;
+          }
+        }
+        node = next[node] as number;
+        continue;
+      }
+      if (phase === SCAN) {
+        invariant(node !== tail, 'the search ran past the last return with ok operations left');
+        const v = nodeOp[node] as number;
+        if (v >= 0) {
+          // Read-only ops here were found illegal by the READS pass for this configuration.
+          // An unknown-outcome op that would change nothing here is not tried: leaving it out
+          // (it may never have happened) keeps every later step legal, so it cannot help.
+          if (readOnly[v] === 0) {
+            const to = transitions.step(state, v);
+            if (to >= 0 && (to !== state || isOk[v] === 1) && push(v, to, 0)) {
+              if (okLeft === 0) {
+                this.status = 'linearizable';
+                break;
+              }
+              phase = READS;
+              node = next[0] as number;
+              continue;
+            }
+          }
+          node = next[node] as number;
+          continue;
+        }
+        // The first remaining return: its op cannot go next from here.
+        if (node > this.bestFrontier) {
+          this.bestFrontier = node;
+          this.bestLinearization = Array.from(stackOp.subarray(0, depth));
+          this.bestState = state;
+        }
+        phase = BACKTRACK;
+        continue;
+      }
+      // BACKTRACK: undo the last step, then resume its parent's scan after that op's call.
+      if (depth === 0) {
+        this.status = 'violation';
+        break;
+      }
+      this.backtracks++;
+      depth--;
+      const op = stackOp[depth] as number;
+      state = stackState[depth] as number;
+      bits[op >>> 5] = (bits[op >>> 5] as number) & ~(1 << (op & 31));
+      zhash ^= codes[op] as number;
+      unlift(op);
+      okLeft += isOk[op] as number;
+      if (stackForced[depth] === 0) {
+        phase = SCAN;
+        node = next[callNode[op] as number] as number;
+      }
+      // A forced step was the parent's only move: keep undoing.
+    }
+
+    this.state = state;
+    this.zhash = zhash;
+    this.depth = depth;
+    this.okLeft = okLeft;
+    this.node = node;
+    this.phase = phase;
+    return this.status;
+  }
+}
