@@ -1,0 +1,7 @@
+/**
+ * The primitive demos of the replication simulator (GET /api/v1/demos/...): each one a small real
+ * protocol run on the seeded fabric under virtual time, returning a report whose booleans are
+ * computed from what happened, plus a narrative. This module only re-exports; the HTTP routes live
+ * with the server.
+ */
+export { runTwoPhaseCommit, type TwoPcReport } from './twopc.js';
