@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 
 const args = process.argv.slice(2);
-const files = args.length ? args : ['test/'];
+const files = args;
 const child = spawn('npx', ['tap', '--reporter=tap', ...files], { stdio: ['ignore', 'pipe', 'inherit'] });
 let tail = '';
 child.stdout.on('data', (chunk) => {
@@ -13,10 +13,10 @@ child.stdout.on('data', (chunk) => {
 });
 child.on('close', (code) => {
   // tap's summary line: "# { total: N, pass: N, fail: N, ... }" (fail omitted when zero)
-  const m = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/.exec(tail);
-  const pass = m ? Number(m[2] ?? 0) : 0;
-  const total = m ? Number(m[1]) : 0;
-  const fail = m ? Number(m[3] ?? total - pass) : 1;
+  const m = /# \{ total: (\d+)([^}]*)\}/.exec(tail);
+  const field = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(m?.[2] ?? '')?.[1] ?? 0);
+  const pass = field('pass');
+  const fail = m ? field('fail') : 1;
   console.log(`${pass} passed, ${code !== 0 && fail === 0 ? 1 : fail} failed`);
   process.exit(code ?? 1);
 });
