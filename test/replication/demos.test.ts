@@ -1,5 +1,6 @@
 import t from 'tap';
-import { runTwoPhaseCommit } from '../../src/replication/demos/index.js';
+import { MvccStore, runMvcc, runTwoPhaseCommit } from '../../src/replication/demos/index.js';
+import { Narrator } from '../../src/replication/demos/runtime.js';
 
 const seeds = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
 
@@ -43,5 +44,45 @@ t.test('two-phase commit', async (t) => {
 
   t.test('the same seed gives the same report', async (t) => {
     t.same(runTwoPhaseCommit({ crash: true, seed: 7 }), runTwoPhaseCommit({ crash: true, seed: 7 }));
+  });
+});
+
+t.test('MVCC snapshot isolation', async (t) => {
+  t.test('a snapshot read returns the newest version committed at or before the snapshot', async (t) => {
+    const store = new MvccStore('db', new Narrator());
+    store.load('T0', { x: 'a' }); // ts 1
+    store.load('T1', { x: 'b' }); // ts 2
+    store.load('T2', { y: 'c' }); // ts 3
+    store.load('T3', { x: 'd' }); // ts 4
+    const cases = [
+      { key: 'x', snapshot: 0, want: undefined },
+      { key: 'x', snapshot: 1, want: 'a' },
+      { key: 'x', snapshot: 2, want: 'b' },
+      { key: 'x', snapshot: 3, want: 'b' },
+      { key: 'x', snapshot: 9, want: 'd' },
+      { key: 'y', snapshot: 2, want: undefined },
+      { key: 'y', snapshot: 3, want: 'c' },
+    ];
+    for (const c of cases) t.equal(store.visible(c.key, c.snapshot)?.value, c.want, `${c.key} at snapshot ${c.snapshot}`);
+  });
+
+  t.test('over many seeds the long reader stays on its snapshot, a new reader sees new values, and the first committer wins', async (t) => {
+    const winners = new Set<string>();
+    for (const seed of seeds(100)) {
+      const r = runMvcc({ seed });
+      const ctx = `seed ${seed}; replay with runMvcc({seed: ${seed}})`;
+      t.equal(r.snapshot_stable, true, `snapshot stable (${ctx})`);
+      t.ok(r.commits_during_reader >= 2, `commits happened while the reader ran (${ctx})`);
+      t.ok(r.reader.reads.filter((x) => x.key === 'x').every((x) => x.value === '100'), ctx);
+      t.equal(r.new_reader_sees_new_values, true, ctx);
+      t.equal(r.write_conflict_detected, true, ctx);
+      t.equal(r.first_committer_wins, true, ctx);
+      t.not(r.write_conflict.winner, r.write_conflict.loser, ctx);
+      const winnerValue = r.write_conflict.winner === 'T3' ? '175' : '190';
+      t.equal(r.new_reader.reads.find((x) => x.key === 'x')?.value, winnerValue, ctx);
+      t.same(r.versions['x']?.map((v) => v.value), ['100', '150', winnerValue], ctx);
+      winners.add(r.write_conflict.winner ?? 'none');
+    }
+    t.same([...winners].sort(), ['T3', 'T4'], 'the race goes either way depending on latencies');
   });
 });

@@ -5,3 +5,4 @@
  * with the server.
  */
 export { runTwoPhaseCommit, type TwoPcReport } from './twopc.js';
+export { runMvcc, MvccStore, type MvccReport } from './mvcc.js';
