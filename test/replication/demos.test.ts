@@ -1,5 +1,6 @@
 import t from 'tap';
-import { MvccStore, runMvcc, runTwoPhaseCommit } from '../../src/replication/demos/index.js';
+import { existsSync } from 'node:fs';
+import { encodeRecord, MvccStore, replayLog, runMvcc, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
 import { Narrator } from '../../src/replication/demos/runtime.js';
 
 const seeds = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
@@ -84,5 +85,64 @@ t.test('MVCC snapshot isolation', async (t) => {
       winners.add(r.write_conflict.winner ?? 'none');
     }
     t.same([...winners].sort(), ['T3', 'T4'], 'the race goes either way depending on latencies');
+  });
+});
+
+t.test('write-ahead log durability', async (t) => {
+  t.test('replaying a log keeps every whole, checksummed record and stops at a torn or corrupt one', async (t) => {
+    const a = encodeRecord({ seq: 1, key: 'k1', value: 'v1' });
+    const b = encodeRecord({ seq: 2, key: 'k2', value: 'v2' });
+    const c = encodeRecord({ seq: 3, key: 'k3', value: 'v3' });
+    const corrupt = b.replace('v2', 'v9');
+    const cases = [
+      { name: 'an empty log', text: '', seqs: [], tail: 0 },
+      { name: 'three whole records', text: a + b + c, seqs: [1, 2, 3], tail: 0 },
+      { name: 'a final record torn mid-write', text: a + b + c.slice(0, 7), seqs: [1, 2], tail: 7 },
+      { name: 'a record whose checksum does not match', text: a + corrupt + c, seqs: [1], tail: corrupt.length + c.length },
+      { name: 'a line with a missing field', text: a + 'garbage\n' + c, seqs: [1], tail: 8 + c.length },
+    ];
+    for (const k of cases) {
+      const r = replayLog(k.text);
+      t.same(r.records.map((x) => x.seq), k.seqs, k.name);
+      t.equal(r.discarded_tail_bytes, k.tail, `${k.name}: tail bytes`);
+    }
+    t.same(replayLog(a).records, [{ seq: 1, key: 'k1', value: 'v1' }], 'fields survive the round trip');
+  });
+
+  const cases = [
+    { mode: 'buffered' as const, lostMin: 1 },
+    { mode: 'fsync' as const, lostMin: 0 },
+  ];
+  for (const c of cases) {
+    t.test(`in ${c.mode} mode a crash after the last acknowledgement ${c.mode === 'buffered' ? 'loses acknowledged writes' : 'loses nothing'}`, async (t) => {
+      for (const seed of seeds(3)) {
+        const r = await runWal({ mode: c.mode, seed });
+        const ctx = `seed ${seed}; replay with runWal({mode: '${c.mode}', seed: ${seed}})`;
+        t.equal(r.mode, c.mode, ctx);
+        t.equal(r.acked, 10, `every write was acknowledged (${ctx})`);
+        t.equal(r.recovered, r.durable_before_crash, `the replayed log holds exactly what was fsynced (${ctx})`);
+        t.equal(r.lost, r.acked - r.recovered, ctx);
+        t.equal(r.lost_writes.length, r.lost, ctx);
+        t.equal(r.file_deleted, true, ctx);
+        t.notOk(existsSync(r.file), `the temporary log file is gone (${ctx})`);
+        t.ok(r.file_bytes > 0, ctx);
+        if (c.mode === 'buffered') {
+          t.equal(r.lost, 2, `10 writes with a flush every 4 leave 2 in memory (${ctx})`);
+          t.same(r.lost_writes.map((w) => w.seq), [9, 10], ctx);
+          t.equal(r.fsync_calls, 2, ctx);
+        } else {
+          t.equal(r.lost, 0, ctx);
+          t.equal(r.durable_before_crash, 10, ctx);
+          t.equal(r.fsync_calls, 10, ctx);
+        }
+        t.ok(r.narrative.some((s) => s.includes('CRASH')), ctx);
+      }
+    });
+  }
+
+  t.test('waiting for fsync makes acknowledgements slower than acknowledging from memory', async (t) => {
+    const buffered = await runWal({ mode: 'buffered' });
+    const fsync = await runWal({ mode: 'fsync' });
+    t.ok(fsync.ack_latency_ms.avg > buffered.ack_latency_ms.avg, `fsync ${fsync.ack_latency_ms.avg} ms vs buffered ${buffered.ack_latency_ms.avg} ms`);
   });
 });
