@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { connect, createServer, type Socket } from 'node:net';
-import { OpenFeature } from '@openfeature/server-sdk';
+import { OpenFeature, ProviderEvents } from '@openfeature/server-sdk';
 import { FlagsClient } from '../../src/flags/sdk/client.js';
 import { SimlabFlagsProvider } from '../../src/flags/sdk/provider.js';
 import { boolFlag, openStream, startHarness, type Harness } from './helpers.js';
@@ -296,8 +296,9 @@ t.test('the OpenFeature provider resolves locally and follows changes', async (t
   ];
   for (const c of cases) t.match(await c.run(), c.expect, c.name);
   let changed: string[] = [];
-  provider.events.addHandler('PROVIDER_CONFIGURATION_CHANGED' as never, (d?: { flagsChanged?: string[] }) => {
-    changed = d?.flagsChanged ?? [];
+  provider.events.addHandler(ProviderEvents.ConfigurationChanged, (d) => {
+    const keys: unknown = d && 'flagsChanged' in d ? d.flagsChanged : undefined;
+    changed = Array.isArray(keys) ? keys.map(String) : [];
   });
   await h.call('PUT', `${E}/flags/checkout`, { token: tok, body: boolFlag('checkout', { defaultVariation: 'on' }) });
   await waitFor(() => changed.includes('checkout'), 'ConfigurationChanged');
