@@ -1,6 +1,6 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { encodeRecord, MvccStore, replayLog, runMvcc, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
+import { defaultSwimParams, encodeRecord, MvccStore, replayLog, runMvcc, runSwim, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
 import { Narrator } from '../../src/replication/demos/runtime.js';
 
 const seeds = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
@@ -144,5 +144,51 @@ t.test('write-ahead log durability', async (t) => {
     const buffered = await runWal({ mode: 'buffered' });
     const fsync = await runWal({ mode: 'fsync' });
     t.ok(fsync.ack_latency_ms.avg > buffered.ack_latency_ms.avg, `fsync ${fsync.ack_latency_ms.avg} ms vs buffered ${buffered.ack_latency_ms.avg} ms`);
+  });
+});
+
+t.test('SWIM membership', async (t) => {
+  t.test('over many seeds the failed member is declared dead by every live member in bounded time, and no live member is', async (t) => {
+    const p = defaultSwimParams;
+    const n = 6;
+    // Bound: a member may wait up to two shuffled round-robin cycles (2(n-1) periods) before it probes
+    // the failed one, one more period to suspect it, the suspicion timeout, then a few periods of gossip.
+    const boundMs = 2 * (n - 1) * p.protocolPeriodMs + p.protocolPeriodMs + p.suspicionTimeoutMs + 3 * p.protocolPeriodMs;
+    let indirectSaves = 0;
+    for (const seed of seeds(150)) {
+      const r = runSwim({ seed });
+      const ctx = `seed ${seed}; replay with runSwim({seed: ${seed}})`;
+      t.equal(r.detected, true, `detected (${ctx})`);
+      t.ok(r.detection_time_ms !== null && r.detection_time_ms <= boundMs, `detection in ${r.detection_time_ms} ms <= ${boundMs} ms (${ctx})`);
+      t.ok(r.first_suspected_at_ms !== null && r.first_suspected_at_ms > r.failed_at_ms, ctx);
+      t.ok(Object.values(r.declared_dead_at_ms).every((at) => at !== null && at >= r.failed_at_ms + p.suspicionTimeoutMs), `nobody declares death before a full suspicion timeout (${ctx})`);
+      t.equal(r.false_positives, 0, `no false positives (${ctx})`);
+      indirectSaves += r.indirect_acks;
+    }
+    t.ok(indirectSaves > 150, `indirect pings answered for the lossy links (${indirectSaves} times)`);
+  });
+
+  t.test('without indirect probes the lossy link makes live members suspected and some wrongly declared dead', async (t) => {
+    let withoutSuspicions = 0;
+    let withoutFalse = 0;
+    let withSuspicions = 0;
+    for (const seed of seeds(40)) {
+      const without = runSwim({ seed, params: { indirectProbes: 0 } });
+      withoutSuspicions += without.suspicions_of_live_members;
+      withoutFalse += without.false_positives;
+      withSuspicions += runSwim({ seed }).suspicions_of_live_members;
+    }
+    t.ok(withoutSuspicions > 100, `k=0: ${withoutSuspicions} suspicions of live members`);
+    t.ok(withoutFalse > 0, `k=0: ${withoutFalse} false declarations of death`);
+    t.equal(withSuspicions, 0, 'k=3: no live member is ever suspected');
+  });
+
+  t.test('the narrative tells the failure, the suspicion and the deaths in time order', async (t) => {
+    const r = runSwim({ seed: 42 });
+    const stamps = r.narrative.map((s) => /^t=(\d+) ms/.exec(s)?.[1]).filter((x): x is string => x !== undefined).map(Number);
+    t.same(stamps, [...stamps].sort((a, b) => a - b), 'sentences are in virtual-time order');
+    t.ok(r.narrative.some((s) => s.includes('FAILS')));
+    t.ok(r.narrative.some((s) => s.includes('SUSPECT')));
+    t.ok(r.narrative.filter((s) => s.includes('DEAD')).length >= 5);
   });
 });
