@@ -1,7 +1,8 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { defaultSwimParams, encodeRecord, MvccStore, replayLog, runMvcc, runSwim, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
-import { Narrator } from '../../src/replication/demos/runtime.js';
+import { Acceptor, compareBallots, defaultSwimParams, runPaxos, type PaxosMsg, encodeRecord, MvccStore, replayLog, runMvcc, runSwim, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
+import { Narrator, type Outgoing } from '../../src/replication/demos/runtime.js';
+import { SeededRng } from '../../src/util/rng.js';
 
 const seeds = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
 
@@ -190,5 +191,97 @@ t.test('SWIM membership', async (t) => {
     t.ok(r.narrative.some((s) => s.includes('FAILS')));
     t.ok(r.narrative.some((s) => s.includes('SUSPECT')));
     t.ok(r.narrative.filter((s) => s.includes('DEAD')).length >= 5);
+  });
+});
+
+t.test('single-decree Paxos', async (t) => {
+  t.test('ballots order by round, then by proposer', async (t) => {
+    const cases = [
+      { a: { n: 1, by: 'p1' }, b: { n: 2, by: 'p1' }, sign: -1 },
+      { a: { n: 2, by: 'p1' }, b: { n: 1, by: 'p9' }, sign: 1 },
+      { a: { n: 3, by: 'p1' }, b: { n: 3, by: 'p2' }, sign: -1 },
+      { a: { n: 3, by: 'p2' }, b: { n: 3, by: 'p2' }, sign: 0 },
+    ];
+    for (const c of cases) t.equal(Math.sign(compareBallots(c.a, c.b)), c.sign, `${c.a.n}.${c.a.by} vs ${c.b.n}.${c.b.by}`);
+  });
+
+  t.test('an acceptor keeps its promises and reports what it accepted', async (t) => {
+    type Step = { from: string; msg: PaxosMsg; want: Array<Pick<Outgoing<PaxosMsg>, 'to'> & { t: PaxosMsg['t'] }> };
+    const b = (n: number, by: string) => ({ n, by });
+    const cases: Array<{ name: string; steps: Step[]; accepted: string | null }> = [
+      { name: 'a first prepare is promised with nothing accepted', accepted: null, steps: [
+        { from: 'p1', msg: { t: 'prepare', ballot: b(1, 'p1') }, want: [{ to: 'p1', t: 'promise' }] },
+      ] },
+      { name: 'a lower prepare after a higher promise is refused', accepted: null, steps: [
+        { from: 'p2', msg: { t: 'prepare', ballot: b(1, 'p2') }, want: [{ to: 'p2', t: 'promise' }] },
+        { from: 'p1', msg: { t: 'prepare', ballot: b(1, 'p1') }, want: [{ to: 'p1', t: 'nack' }] },
+      ] },
+      { name: 'an accept below the promise is refused', accepted: null, steps: [
+        { from: 'p1', msg: { t: 'prepare', ballot: b(1, 'p1') }, want: [{ to: 'p1', t: 'promise' }] },
+        { from: 'p2', msg: { t: 'prepare', ballot: b(2, 'p2') }, want: [{ to: 'p2', t: 'promise' }] },
+        { from: 'p1', msg: { t: 'accept', ballot: b(1, 'p1'), value: 'A' }, want: [{ to: 'p1', t: 'nack' }] },
+      ] },
+      { name: 'an accept at the promise is accepted and announced to the learner and the proposer', accepted: 'B', steps: [
+        { from: 'p2', msg: { t: 'prepare', ballot: b(2, 'p2') }, want: [{ to: 'p2', t: 'promise' }] },
+        { from: 'p2', msg: { t: 'accept', ballot: b(2, 'p2'), value: 'B' }, want: [{ to: 'l1', t: 'accepted' }, { to: 'p2', t: 'accepted' }] },
+      ] },
+      { name: 'a later prepare is told the accepted value', accepted: 'B', steps: [
+        { from: 'p2', msg: { t: 'accept', ballot: b(2, 'p2'), value: 'B' }, want: [{ to: 'l1', t: 'accepted' }, { to: 'p2', t: 'accepted' }] },
+        { from: 'p3', msg: { t: 'prepare', ballot: b(3, 'p3') }, want: [{ to: 'p3', t: 'promise' }] },
+      ] },
+    ];
+    for (const c of cases) {
+      const acc = new Acceptor('a1', ['l1'], [], new Narrator());
+      const out: Array<Outgoing<PaxosMsg>> = [];
+      for (const s of c.steps) {
+        acc.onMessage(s.from, s.msg, 0);
+        out.length = 0;
+        acc.drain(out);
+        t.same(out.map((o) => ({ to: o.to, t: o.msg.t })), s.want, `${c.name}: ${s.msg.t} from ${s.from}`);
+      }
+      t.equal(acc.accepted?.value ?? null, c.accepted, `${c.name}: accepted value`);
+      const last = out[out.length - 1]?.msg;
+      if (c.name.startsWith('a later prepare')) t.same(last?.t === 'promise' ? last.accepted?.value : undefined, 'B', 'the promise carries the accepted value');
+    }
+  });
+
+  t.test('with competing proposers, random latencies and message loss, agreement and validity hold for 240 seeds', async (t) => {
+    let chosen = 0;
+    let lossless = 0;
+    const winners = new Set<string>();
+    for (const seed of seeds(240)) {
+      const pick = new SeededRng(seed * 7919);
+      const dropRate = [0, 0.05, 0.15, 0.3][pick.int(4)] as number;
+      const acceptors = pick.chance(0.5) ? 3 : 5;
+      const minMs = pick.range(1, 10);
+      const latency = { minMs, maxMs: minMs + pick.range(5, 80) };
+      const r = runPaxos({ seed, dropRate, acceptors, latency });
+      const ctx = `seed ${seed}; replay with runPaxos(${JSON.stringify({ seed, dropRate, acceptors, latency })})`;
+      if (!r.safety_held || !r.validity_held) t.fail(`safety or validity broken (${ctx})`);
+      const learned = Object.values(r.learners).filter((v): v is string => v !== null);
+      if (learned.some((v) => v !== r.chosen_value)) t.fail(`a learner disagrees with the chosen value (${ctx})`);
+      if (r.chosen_value !== null) chosen++;
+      if (dropRate === 0) {
+        lossless++;
+        if (r.chosen_value === null || !r.late_proposer_adopted_chosen) t.fail(`without loss a value is chosen and the latecomer adopts it (${ctx})`);
+        if (Object.values(r.learners).some((v) => v === null)) t.fail(`without loss every learner learns (${ctx})`);
+      }
+      if (r.chosen_value !== null) winners.add(r.chosen_value);
+    }
+    t.pass('every seed kept agreement and validity');
+    t.ok(lossless > 30, `${lossless} lossless runs checked for liveness`);
+    t.ok(chosen > 200, `a value was chosen in ${chosen}/240 runs`);
+    t.ok(winners.has('A') && winners.has('B'), `either early proposer can win (${[...winners].join(', ')})`);
+  });
+
+  t.test('the default run shows the duel, the choice and the latecomer re-proposing the chosen value', async (t) => {
+    const r = runPaxos({});
+    t.equal(r.safety_held, true);
+    t.ok(r.chosen_value === 'A' || r.chosen_value === 'B');
+    t.equal(r.late_proposer_adopted_chosen, true);
+    const p3 = r.proposals.filter((p) => p.proposer === 'p3');
+    t.ok(p3.length > 0 && p3.every((p) => p.value === r.chosen_value && !p.own_value), 'p3 proposes the chosen value, not its own');
+    t.ok(r.proposals.some((p) => p.outcome === 'preempted' || p.outcome === 'timed_out') || r.proposers.some((p) => p.prepares > 1), 'the proposers really competed');
+    t.same(r, runPaxos({}), 'the same seed replays the same run');
   });
 });

@@ -8,3 +8,4 @@ export { runTwoPhaseCommit, type TwoPcReport } from './twopc.js';
 export { runMvcc, MvccStore, type MvccReport } from './mvcc.js';
 export { runWal, replayLog, encodeRecord, type WalReport, type WalMode } from './wal.js';
 export { runSwim, defaultSwimParams, type SwimReport, type SwimParams } from './swim.js';
+export { runPaxos, Acceptor, compareBallots, type PaxosReport, type PaxosOptions, type PaxosMsg } from './paxos.js';
