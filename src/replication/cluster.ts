@@ -36,6 +36,17 @@ export interface HistoryOp {
 
 export const historyMax = 20_000;
 
+/** Fabric queue caps (messages): FABRIC_LINK_QUEUE_MAX (default 1024 per link), FABRIC_INBOX_MAX (256 per node inbox). */
+export const fabricLimits = {
+  linkQueueMax: positiveInt(process.env['FABRIC_LINK_QUEUE_MAX'], 1024),
+  inboxMax: positiveInt(process.env['FABRIC_INBOX_MAX'], 256),
+};
+
+function positiveInt(v: string | undefined, dflt: number): number {
+  const n = Number(v);
+  return Number.isInteger(n) && n > 0 ? n : dflt;
+}
+
 export function toKVEntry(v: Version): KVEntry {
   return {
     key: v.key,
@@ -74,7 +85,7 @@ export class Cluster {
     readonly timings: CoreTimings,
     private readonly hooks: ClusterHooks,
   ) {
-    this.fabric = new Fabric<Uint8Array>({ rng: liveRng() });
+    this.fabric = new Fabric<Uint8Array>({ rng: liveRng(), linkQueueMax: fabricLimits.linkQueueMax, inboxMax: fabricLimits.inboxMax });
     this.driver = new LiveFabricDriver(this.fabric, (to, frames) => this.nodes.get(to)?.deliverNet(frames));
     this.sweepTimer = setInterval(() => {
       const now = Date.now();

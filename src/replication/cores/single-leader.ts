@@ -49,7 +49,9 @@ interface Waiter {
 
 const retainedLogMax = 10_000;
 const compactChunk = 1_000;
-const inflightMax = 8;
+// One append in flight per follower: under load the next one carries everything appended meanwhile
+// (fewer, larger messages through the fabric), while a lone write still goes out at once.
+const inflightMax = 1;
 
 export class SingleLeaderCore implements NodeCore {
   readonly id: NodeId;
