@@ -36,6 +36,9 @@ export interface HistoryOp {
 
 export const historyMax = 20_000;
 
+/** Sub-millisecond wall-clock time: two sequential operations never share an instant in the history. */
+export const preciseNowMs = (): number => performance.timeOrigin + performance.now();
+
 /** Fabric queue caps (messages): FABRIC_LINK_QUEUE_MAX (default 1024 per link), FABRIC_INBOX_MAX (256 per node inbox). */
 export const fabricLimits = {
   linkQueueMax: positiveInt(process.env['FABRIC_LINK_QUEUE_MAX'], 1024),
@@ -154,13 +157,13 @@ export class Cluster {
   async clientOp(nodeId: NodeId, op: ClientOp): Promise<ClientReply> {
     const node = this.nodes.get(nodeId);
     if (!node) return { id: 0, ok: false, code: 'not_found', status: 404, error: `node ${nodeId} not found in cluster ${this.id}` };
-    const invokeMs = Date.now();
+    const invokeMs = preciseNowMs();
     if (node.state === 'paused') {
       const r: ClientReply = { id: 0, ok: false, code: 'paused', status: op.op === 'read' ? 404 : 409, error: `node ${nodeId} is paused` };
       return r;
     }
     const reply = await node.request(op);
-    this.record(nodeId, op, reply, invokeMs, Date.now());
+    this.record(nodeId, op, reply, invokeMs, preciseNowMs());
     return reply;
   }
 

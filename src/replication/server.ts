@@ -15,6 +15,7 @@ import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type C
 import { isImplemented } from './cores/index.js';
 import { createSimMetrics, type SimMetrics } from './metrics.js';
 import { preferenceList } from './dynamo/ring.js';
+import { registerCheckerRoutes } from './checkers/routes.js';
 
 export interface ReplSimOptions {
   port: number;
@@ -410,6 +411,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     c.kick();
     return { status: 200, body: { status: 'faults cleared' } };
   });
+
+  registerCheckerRoutes({ app, clusters, publish });
 
   // ---- /ws ----
   app.ws<{ clusterId: string | null }>('/ws', {

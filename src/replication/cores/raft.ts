@@ -65,6 +65,8 @@ export interface RaftHooks {
    * term (an upper bound on the term in which the entry was committed).
    */
   applied?(nodeId: NodeId, entry: LogEntry, term: number): void;
+  /** Called when a follower installs a raftSnapshot sent by its leader. */
+  snapshotInstalled?(nodeId: NodeId, lastIncludedIndex: number): void;
   /** Called when a node becomes leader, after it appended its no-op entry. */
   leaderElected?(nodeId: NodeId, term: number, core: RaftCore): void;
 }
@@ -709,6 +711,7 @@ export class RaftCore implements NodeCore {
       }
       this.refreshConfig(now);
       this.emit({ type: 'entry_replicated', node_id: this.id, data: { index: this.lastApplied, raft_snapshot: true } });
+      this.hooks.snapshotInstalled?.(this.id, snap.lastIncludedIndex);
     }
     this.send(from, {
       kind: 'snapshot_resp',

@@ -9,3 +9,4 @@ export { runMvcc, MvccStore, type MvccReport } from './mvcc.js';
 export { runWal, replayLog, encodeRecord, type WalReport, type WalMode } from './wal.js';
 export { runSwim, defaultSwimParams, type SwimReport, type SwimParams } from './swim.js';
 export { runPaxos, Acceptor, compareBallots, type PaxosReport, type PaxosOptions, type PaxosMsg } from './paxos.js';
+export { runDetsim, simulate, type DetsimReport, type DetsimRun } from './detsim.js';

@@ -23,6 +23,8 @@ export interface SwarmOptions {
   downMax: number;
   /** A client gives up on a request after this long (its outcome then stays unknown). */
   clientGiveUpMs: number;
+  /** Client requests per run, at most (bounds the cost of the busiest profiles). */
+  opsMax: number;
 }
 
 export const defaultSwarmOptions: SwarmOptions = {
@@ -31,6 +33,7 @@ export const defaultSwarmOptions: SwarmOptions = {
   livenessMs: 4000,
   downMax: 2,
   clientGiveUpMs: 2500,
+  opsMax: 1000,
 };
 
 export type FaultKind = 'partition' | 'heal' | 'drop' | 'latency' | 'clear' | 'pause' | 'resume' | 'crash' | 'restart';
@@ -61,23 +64,33 @@ export function swarmProfile(seed: number): SwarmProfile {
   const r = new SeededRng(seed).fork().fork();
   const weights = {} as Record<FaultKind, number>;
   for (const k of faultKinds) weights[k] = r.chance(0.2) ? 0 : r.range(1, 10);
-  const fast = r.chance(0.4);
-  const lo = r.range(0, 10);
+  // Timer profiles: the defaults; fast timers (more elections per virtual second); and tight,
+  // barely randomized timeouts that make split votes and concurrent candidates common.
+  // Base one-way latency stays well under the minimum election timeout (Raft's timing requirement,
+  // broadcastTime << electionTimeout), or liveness after the heal could not be expected.
+  const timerChoice = r.int(3);
+  const timers = [
+    {},
+    { electionTimeoutMsMin: 40, electionTimeoutMsMax: 80, heartbeatMs: 15, retransmitMs: 30, requestTimeoutMs: 400 },
+    { electionTimeoutMsMin: 40, electionTimeoutMsMax: 50, heartbeatMs: 15, retransmitMs: 30, requestTimeoutMs: 400 },
+  ][timerChoice];
+  const latencyMax = timerChoice === 0 ? 30 : 6;
+  const lo = r.range(0, latencyMax / 3);
   return {
     weights,
     faultGapMs: r.chance(0.5) ? [20, 120] : [50, 300],
     leaderBias: r.next() * 0.8,
-    latencyMs: [lo, lo + r.range(1, 30)],
-    clients: r.range(2, 6),
+    latencyMs: [lo, r.range(lo + 1, latencyMax)],
+    clients: r.range(2, 5),
     keys: r.range(1, 4),
-    thinkMs: r.range(0, 40),
+    thinkMs: r.range(3, 40),
     readShare: 0.2 + r.next() * 0.4,
     strayShare: r.next() * 0.3,
     timings: {
       snapshotEveryEntries: [3, 5, 10, 30][r.int(4)] as number,
-      ...(fast
-        ? { electionTimeoutMsMin: 40, electionTimeoutMsMax: 80, heartbeatMs: 15, retransmitMs: 30, requestTimeoutMs: 400 }
-        : {}),
+      // Small batches expose commit-rule bugs that a whole-suffix append would mask (Figure 8).
+      maxEntriesPerMessage: [1, 2, 4, 512][r.int(4)] as number,
+      ...timers,
     },
   };
 }
@@ -105,7 +118,7 @@ export interface SwarmResult {
     maxTerm: number;
     faults: number;
     messages: number;
-    snapshotsSent: number;
+    snapshotsInstalled: number;
     livenessMs: number;
   };
   history: RegisterOp[];
@@ -241,12 +254,15 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
   const factory = raftCoreFactory({
     applied: (node, e, term) => checker.applied(node, e, term),
     leaderElected: (node, term, core) => checker.leaderElected(node, term, core),
+    snapshotInstalled: () => snapshotsInstalled++,
   });
   const c = new DetCluster({ factory, nodeIds: ids, config: { ...swarmConfig, node_count: o.nodes }, seed, timings: profile.timings });
   const rng: Rng = c.rng;
   const start = c.now;
   const history: RegisterOp[] = [];
   let faults = 0;
+  let snapshotsInstalled = 0;
+  let issued = 0;
   let livenessMs = -1;
 
   // Base one-way latencies, restored after clearFaults().
@@ -278,7 +294,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     const req = cl.req;
     if (!req) return;
     cl.req = undefined;
-    cl.nextIssueAt = at + rng.range(0, profile.thinkMs);
+    cl.nextIssueAt = at + 1 + rng.range(0, profile.thinkMs);
     const op = req.op;
     const keysOf = (): string[] => (op.op === 'batch' ? op.entries.map((e) => e.key) : [op.key]);
     const writes = (complete: number): void => {
@@ -314,6 +330,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
   };
 
   const issue = (cl: ClientState): void => {
+    issued++;
     cl.seq++;
     const key = `k${rng.int(profile.keys)}`;
     const value = `${cl.name}-${cl.seq}`;
@@ -443,7 +460,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       }
       for (const cl of clients) {
         if (cl.req && now >= cl.req.invoke + o.clientGiveUpMs) record(cl, undefined, now);
-        else if (!cl.req && now >= cl.nextIssueAt) issue(cl);
+        else if (!cl.req && now >= cl.nextIssueAt && issued < o.opsMax) issue(cl);
       }
     }
     c.runUntil(faultEnd);
@@ -567,7 +584,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       maxTerm: checker.maxTerm,
       faults,
       messages: stats.submitted,
-      snapshotsSent: c.trace.filter((l) => l.includes(' kind=snapshot ')).length,
+      snapshotsInstalled,
       livenessMs,
     },
     history,
