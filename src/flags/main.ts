@@ -7,7 +7,8 @@ import { startFlags } from './server.js';
 
 const logger = createLogger('flags');
 const server = await startFlags({ logger });
-logger.info(`feature flags on http://localhost:${server.port}`);
+// One JSON line on stdout, like the other services' mains (scripts and benchmarks read the port from it).
+console.log(JSON.stringify({ service: 'flags', port: server.port, url: `http://localhost:${server.port}` }));
 
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

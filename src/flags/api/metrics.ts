@@ -55,7 +55,7 @@ function mirroredLabelledCounter(registry: Registry, name: string, help: string,
 
 export function createMetrics(parts: { store: FlagStore; hub: StreamHub; replica: Replica; auth: AuthService; feedPosition: () => number }): FlagsMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'flags_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'flags_' });
   const evalCounts: EvalCounts = { byReason: new Map(), warnings: new Map() };
   const { store, hub, replica, auth } = parts;
 

@@ -42,8 +42,12 @@ export interface AuthServiceOptions {
   loginRateLimit: RateLimitConfig;
 }
 
+/** Verified access tokens remembered (until they expire) so a busy client does not pay HMAC + JSON per request. */
+const verifiedTokensMax = 10_000;
+
 export class AuthService {
   readonly limiter: SlidingWindowLimiter;
+  private readonly verified = new Map<string, { principal: Principal; expMs: number }>();
 
   private constructor(
     private readonly store: FlagStore,
@@ -149,7 +153,15 @@ export class AuthService {
     if (authorization === undefined || /^(Bearer)?\s*$/i.test(authorization.trim())) return { ok: false, code: 'missing_token' };
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization.trim());
     if (!m?.[1]) return { ok: false, code: 'invalid_token' };
-    const principal = await verifyAccessToken(this.secret, m[1], this.now());
-    return principal ? { ok: true, principal } : { ok: false, code: 'invalid_token' };
+    const token = m[1];
+    const now = this.now();
+    const known = this.verified.get(token);
+    if (known && now < known.expMs) return { ok: true, principal: known.principal };
+    if (known) this.verified.delete(token);
+    const v = await verifyAccessToken(this.secret, token, now);
+    if (!v) return { ok: false, code: 'invalid_token' };
+    this.verified.set(token, v);
+    if (this.verified.size > verifiedTokensMax) this.verified.delete(this.verified.keys().next().value as string);
+    return { ok: true, principal: v.principal };
   }
 }

@@ -29,12 +29,13 @@ export async function signAccessToken(secret: Uint8Array, p: Principal, nowMs: n
     .sign(secret);
 }
 
-export async function verifyAccessToken(secret: Uint8Array, token: string, nowMs: number): Promise<Principal | undefined> {
+/** The principal and the token's expiry (ms), or undefined for a bad, forged or expired token. */
+export async function verifyAccessToken(secret: Uint8Array, token: string, nowMs: number): Promise<{ principal: Principal; expMs: number } | undefined> {
   try {
-    const { payload } = await jwtVerify(token, secret, { algorithms: ['HS256'], issuer, currentDate: new Date(nowMs) });
-    const { sub, email, role } = payload;
-    if (typeof sub !== 'string' || typeof email !== 'string' || !isRole(role)) return undefined;
-    return { userId: sub, email, role };
+    const { payload } = await jwtVerify(token, secret, { algorithms: ['HS256'], issuer, currentDate: new Date(nowMs), requiredClaims: ['exp'] });
+    const { sub, email, role, exp } = payload;
+    if (typeof sub !== 'string' || typeof email !== 'string' || !isRole(role) || typeof exp !== 'number') return undefined;
+    return { principal: { userId: sub, email, role }, expMs: exp * 1000 };
   } catch {
     return undefined;
   }

@@ -1,0 +1,247 @@
+/**
+ * The flag service over real sockets, in its own process (dist/src/flags/main.js, SQLite in a temp dir):
+ * (1) evaluation requests/s with wrk (autocannon when wrk is missing) for POST /sdk/v1/evaluate (one
+ *     flag, and all 20 flags) and the JWT-authenticated management evaluate, against a bare uWS
+ *     hello-world and the service's own /healthz measured in the same run;
+ * (2) SSE fan-out: the time from a segment PUT until every one of N connected stream clients has
+ *     the patch (N = 1, 1000, 5000; target under 1 s at 5000), and server memory (RSS) per stream client.
+ *     The clients are raw sockets in this process, so their reading is part of the measured time.
+ * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-http.js   (BENCH_SECONDS, default 5)
+ */
+import { connect, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runWrk, startChild, table, wrkAvailable, type WrkResult } from './lib.js';
+
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
+const connections = 64;
+const fanOutSizes = [1, 1000, 5000];
+const flagsCount = 20;
+
+// ---- load generation ----------------------------------------------------------------------
+
+function luaPost(pathName: string, body: unknown, authorization: string): string {
+  return `
+wrk.method = "POST"
+wrk.body = ${JSON.stringify(JSON.stringify(body))}
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = ${JSON.stringify(authorization)}
+`;
+}
+
+interface Load {
+  url: string;
+  post?: { body: unknown; authorization: string };
+}
+
+async function measure(load: Load, secs: number): Promise<WrkResult> {
+  if (wrkAvailable()) {
+    const u = new URL(load.url);
+    return runWrk(load.url, { connections, seconds: secs, ...(load.post ? { lua: luaPost(u.pathname, load.post.body, load.post.authorization) } : {}) });
+  }
+  // autocannon ships no types: import it by a computed name and describe the little we use.
+  const name = 'autocannon';
+  const { default: autocannon } = (await import(name)) as {
+    default: (o: Record<string, unknown>) => Promise<{ requests: { average: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }>;
+  };
+  const r = await autocannon({
+    url: load.url,
+    connections,
+    duration: secs,
+    ...(load.post
+      ? { method: 'POST', body: JSON.stringify(load.post.body), headers: { 'content-type': 'application/json', authorization: load.post.authorization } }
+      : {}),
+  });
+  return { rps: r.requests.average, p50ms: r.latency.p50, p99ms: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+// ---- setup --------------------------------------------------------------------------------
+
+/** fetch, retried once: a pooled keep-alive connection may have been closed by the server while wrk ran. */
+async function fetchRetry(input: string, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch {
+    return fetch(input, init);
+  }
+}
+
+async function call(base: string, method: string, p: string, token: string | undefined, body?: unknown): Promise<unknown> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token) headers['authorization'] = `Bearer ${token}`;
+  const r = await fetchRetry(base + p, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await r.text();
+  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+function flagBody(i: number): unknown {
+  return {
+    key: `f${i}`,
+    type: 'string',
+    enabled: true,
+    variations: [
+      { key: 'a', value: 'alpha' },
+      { key: 'b', value: 'beta' },
+      { key: 'c', value: 'gamma' },
+    ],
+    defaultVariation: 'a',
+    targets: [{ contextKeys: ['vip-1', 'vip-2'], variation: 'c' }],
+    rules: [
+      { id: 'beta-users', clauses: [{ attribute: '', op: 'segmentMatch', values: ['bench'] }], variation: 'b' },
+      { id: 'nl', clauses: [{ attribute: 'country', op: 'in', values: ['NL', 'BE'] }, { attribute: 'version', op: 'semverGte', values: ['2.1'] }], variation: 'c' },
+    ],
+    rollout: [
+      { variation: 'a', weight: 50000 },
+      { variation: 'b', weight: 50000 },
+    ],
+  };
+}
+
+async function metric(base: string, name: string): Promise<number> {
+  const text = await (await fetchRetry(`${base}/metrics`)).text();
+  const m = new RegExp(`^${name} ([\\d.e+]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+// ---- SSE fan-out --------------------------------------------------------------------------
+
+interface StreamClients {
+  sockets: Socket[];
+  /** Resolves when every client's received bytes contain `marker` (searching only new bytes). */
+  allSaw(marker: string): Promise<void>;
+  close(): void;
+}
+
+async function openStreams(port: number, sdkKey: string, n: number): Promise<StreamClients> {
+  const sockets: Socket[] = [];
+  const tails: string[] = [];
+  let watch: { marker: string; left: number; seen: boolean[]; done: () => void } | undefined;
+  const request = `GET /sdk/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${sdkKey}\r\nAccept: text/event-stream\r\n\r\n`;
+  const batch = 250;
+  for (let i = 0; i < n; i += batch) {
+    const opened: Array<Promise<void>> = [];
+    for (let j = i; j < Math.min(n, i + batch); j++) {
+      const s = connect(port, '127.0.0.1');
+      sockets.push(s);
+      tails.push('');
+      opened.push(
+        new Promise<void>((resolve, reject) => {
+          s.once('error', reject);
+          s.once('connect', () => s.write(request));
+          s.on('data', (d: Buffer) => {
+            const text = (tails[j] ?? '') + d.toString('latin1');
+            if (text.includes('event: put')) resolve();
+            if (watch && !watch.seen[j] && text.includes(watch.marker)) {
+              watch.seen[j] = true;
+              if (--watch.left === 0) watch.done();
+            }
+            tails[j] = text.slice(-256);
+          });
+        }),
+      );
+    }
+    await Promise.all(opened);
+  }
+  return {
+    sockets,
+    allSaw(marker) {
+      return new Promise<void>((resolve) => {
+        watch = { marker, left: n, seen: new Array<boolean>(n).fill(false), done: resolve };
+      });
+    },
+    close() {
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+// ---- run ----------------------------------------------------------------------------------
+
+const rows: Array<Record<string, string | number>> = [];
+const hello = await startChild('benchmarks/hello-uws.js', {}, 'HELLO_PORT');
+await measure({ url: `http://127.0.0.1:${hello.port}/` }, 1);
+const base = await measure({ url: `http://127.0.0.1:${hello.port}/` }, seconds);
+await hello.stop();
+rows.push({ target: 'bare uWS hello-world (baseline)', 'req/s': Math.round(base.rps), 'p50 ms': base.p50ms, 'p99 ms': base.p99ms, ratio: 1, errors: base.errors });
+
+const dir = mkdtempSync(path.join(tmpdir(), 'flags-bench-'));
+const flags = await startChild(
+  'src/flags/main.js',
+  {
+    FLAGS_DB: path.join(dir, 'flags.db'),
+    FLAGS_ADMIN_EMAIL: 'bench@example.com',
+    FLAGS_ADMIN_PASSWORD: 'bench-password',
+    FLAGS_JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123',
+    FLAGS_LOGIN_ATTEMPTS_PER_MINUTE: '1000',
+    FLAGS_SSE_CLIENTS_MAX: '10000',
+  },
+  'FLAGS_PORT',
+);
+try {
+  const url = `http://127.0.0.1:${flags.port}`;
+  const login = (await call(url, 'POST', '/auth/login', undefined, { email: 'bench@example.com', password: 'bench-password' })) as { accessToken: string };
+  const token = login.accessToken;
+  const E = '/api/v1/projects/bench/environments/prod';
+  await call(url, 'POST', '/api/v1/projects/bench/segments', token, { key: 'bench', included: ['u-1'] });
+  for (let i = 0; i < flagsCount; i++) await call(url, 'POST', `${E}/flags`, token, flagBody(i));
+  const sdkKey = ((await call(url, 'GET', '/api/v1/projects/bench/environments', token)) as Array<{ sdkKey: string }>)[0]?.sdkKey ?? '';
+  const context = { key: 'user-42', country: 'NL', version: '2.3.0' };
+
+  const loads: Array<[string, Load]> = [
+    ['flags GET /healthz (adapter floor)', { url: `${url}/healthz` }],
+    ['POST /sdk/v1/evaluate, 1 flag', { url: `${url}/sdk/v1/evaluate`, post: { body: { context, flagKeys: ['f0'] }, authorization: sdkKey } }],
+    [`POST /sdk/v1/evaluate, all ${flagsCount} flags`, { url: `${url}/sdk/v1/evaluate`, post: { body: { context }, authorization: sdkKey } }],
+    ['POST .../evaluate (JWT), 1 flag', { url: `${url}${E}/evaluate`, post: { body: { context, flagKeys: ['f0'] }, authorization: `Bearer ${token}` } }],
+  ];
+  for (const [name, load] of loads) {
+    await measure(load, 1);
+    const r = await measure(load, seconds);
+    rows.push({ target: name, 'req/s': Math.round(r.rps), 'p50 ms': r.p50ms, 'p99 ms': r.p99ms, ratio: r.rps / base.rps, errors: r.errors });
+  }
+  console.log(`HTTP, ${connections} connections, ${seconds} s each (${wrkAvailable() ? 'wrk' : 'autocannon'}):\n`);
+  console.log(table(rows));
+
+  // SSE fan-out.
+  const fanRows: Array<Record<string, string | number>> = [];
+  let version = 1;
+  for (const n of fanOutSizes) {
+    const rssBefore = await metric(url, 'flags_process_resident_memory_bytes');
+    const t0 = performance.now();
+    const clients = await openStreams(flags.port, sdkKey, n);
+    const connectMs = performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 500));
+    const rssAfter = await metric(url, 'flags_process_resident_memory_bytes');
+    const times: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      version++;
+      const marker = `"included":["u-${version}"]`;
+      const seen = clients.allSaw(marker);
+      const start = performance.now();
+      await call(url, 'PUT', '/api/v1/projects/bench/segments/bench', token, { included: [`u-${version}`] });
+      await seen;
+      times.push(performance.now() - start);
+    }
+    times.sort((a, b) => a - b);
+    const median = times[1] ?? NaN;
+    fanRows.push({
+      clients: n,
+      'connect all (ms)': Math.round(connectMs),
+      'update → all clients, median of 3 (ms)': Number(median.toFixed(1)),
+      'vs 1 client': 0,
+      'server RSS per client (KiB)': n >= 1000 ? Number(((rssAfter - rssBefore) / n / 1024).toFixed(2)) : '-',
+    });
+    clients.close();
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const one = Number(fanRows[0]?.['update → all clients, median of 3 (ms)']);
+  for (const r of fanRows) r['vs 1 client'] = Number((Number(r['update → all clients, median of 3 (ms)']) / one).toFixed(1));
+  console.log('\nSSE fan-out of one segment update (PUT sent → patch seen by every client; the clients run in this process):\n');
+  console.log(table(fanRows));
+  const at5k = Number(fanRows.at(-1)?.['update → all clients, median of 3 (ms)']);
+  console.log(`\n5,000 clients: ${at5k.toFixed(0)} ms (target < 1000 ms): ${at5k < 1000 ? 'met' : 'NOT met'}`);
+} finally {
+  await flags.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
