@@ -1,6 +1,6 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { Acceptor, compareBallots, defaultSwimParams, runPaxos, type PaxosMsg, encodeRecord, MvccStore, replayLog, runMvcc, runSwim, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
+import { Acceptor, compareBallots, defaultSwimParams, runDetsim, runPaxos, simulate, type PaxosMsg, encodeRecord, MvccStore, replayLog, runMvcc, runSwim, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
 import { Narrator, type Outgoing } from '../../src/replication/demos/runtime.js';
 import { SeededRng } from '../../src/util/rng.js';
 
@@ -283,5 +283,40 @@ t.test('single-decree Paxos', async (t) => {
     t.ok(p3.length > 0 && p3.every((p) => p.value === r.chosen_value && !p.own_value), 'p3 proposes the chosen value, not its own');
     t.ok(r.proposals.some((p) => p.outcome === 'preempted' || p.outcome === 'timed_out') || r.proposers.some((p) => p.prepares > 1), 'the proposers really competed');
     t.same(r, runPaxos({}), 'the same seed replays the same run');
+  });
+});
+
+t.test('deterministic simulation', async (t) => {
+  t.test('the same seed replays the same trace, the next seed does not, and the replicas converge after the faults', async (t) => {
+    for (const seed of [...seeds(20), 42, 2 ** 40 + 3]) {
+      const r = runDetsim({ seed });
+      const ctx = `seed ${seed}; replay with runDetsim({seed: ${seed}})`;
+      t.equal(r.seed, seed, ctx);
+      t.equal(r.reproducible, true, `reproducible (${ctx})`);
+      t.equal(r.run1.trace_hash, r.run2.trace_hash, ctx);
+      t.same(r.run1, r.run2, `every counter of the two runs matches (${ctx})`);
+      t.equal(r.different_seed_differs, true, ctx);
+      t.not(r.run_next_seed.trace_hash, r.run1.trace_hash, ctx);
+      t.equal(r.run_next_seed.seed, seed + 1, ctx);
+      t.ok(r.first_divergence_line !== null && r.first_divergence_line >= 1, ctx);
+      t.ok(r.run1.faults > 0 && r.run1.writes > 0 && r.run1.events > r.run1.writes, `faults and writes happened (${ctx})`);
+      t.equal(r.run1.converged, true, `replicas converge once faults are cleared (${ctx})`);
+      t.match(r.run1.trace_hash, /^[0-9a-f]{64}$/, ctx);
+    }
+  });
+
+  t.test('two simulations of one seed produce identical traces line by line', async (t) => {
+    const a = simulate(7);
+    const b = simulate(7);
+    t.same(a.trace, b.trace);
+    t.ok(a.trace.length > 50);
+    t.ok(a.trace.some((l) => l.includes('dropped_') || l.includes('pause')), 'the trace records injected faults');
+  });
+
+  t.test('the narrative lists the faults with their virtual times and the verdicts', async (t) => {
+    const r = runDetsim({ seed: 42 });
+    t.ok(r.narrative.some((s) => /^t=\d+ ms: Fault: /.test(s)));
+    t.ok(r.narrative.some((s) => s.includes('identical, event for event')));
+    t.ok(r.narrative.some((s) => s.includes('a different history')));
   });
 });
