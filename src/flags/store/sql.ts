@@ -77,9 +77,12 @@ function toUser(r: Row): UserRecord {
 }
 
 function toAudit(r: Row): AuditRecord {
-  const rec: AuditRecord = {
+  const env = r['env_key'];
+  return {
     id: num(r['id']),
     projectKey: str(r['project_key']),
+    // Only flag records have an environment (segments live per project).
+    ...(typeof env === 'string' ? { environmentKey: env } : {}),
     actor: str(r['actor']),
     action: str(r['action']) as AuditAction,
     resource: str(r['resource']) as ResourceKind,
@@ -89,9 +92,6 @@ function toAudit(r: Row): AuditRecord {
     after: parseDoc<Flag | Segment>(r['after_doc']),
     at: str(r['at']),
   };
-  const env = r['env_key'];
-  if (typeof env === 'string') rec.environmentKey = env;
-  return rec;
 }
 
 function toChange(r: Row): Change {
