@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { Acceptor, compareBallots, defaultSwimParams, runDetsim, runPaxos, simulate, type PaxosMsg, encodeRecord, MvccStore, replayLog, runMvcc, runSwim, runTwoPhaseCommit, runWal } from '../../src/replication/demos/index.js';
 import { Narrator, type Outgoing } from '../../src/replication/demos/runtime.js';
 import { SeededRng } from '../../src/util/rng.js';
+import { Coordinator, type CoordinatorLogRecord, type TwoPcMsg } from '../../src/replication/demos/twopc.js';
 
 const seeds = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
 
@@ -43,6 +44,25 @@ t.test('two-phase commit', async (t) => {
       }
     });
   }
+
+  t.test('a restarted coordinator finishes what its log says and presumes abort when no decision was logged', async (t) => {
+    const begin: CoordinatorLogRecord = { kind: 'begin', tx: 'tx1', at: 0, participants: ['p1', 'p2'], writes: { p1: { a: '1' }, p2: { b: '2' } } };
+    const cases: Array<{ name: string; log: CoordinatorLogRecord[]; sent: string[]; logged: string[] }> = [
+      { name: 'begin only: presumed abort', log: [begin], sent: ['p1:abort', 'p2:abort'], logged: ['begin', 'decision'] },
+      { name: 'commit logged: commit re-sent', log: [begin, { kind: 'decision', tx: 'tx1', at: 5, decision: 'commit' }], sent: ['p1:commit', 'p2:commit'], logged: ['begin', 'decision'] },
+      { name: 'abort logged: abort re-sent', log: [begin, { kind: 'decision', tx: 'tx1', at: 5, decision: 'abort' }], sent: ['p1:abort', 'p2:abort'], logged: ['begin', 'decision'] },
+      { name: 'ended: nothing to do', log: [begin, { kind: 'decision', tx: 'tx1', at: 5, decision: 'commit' }, { kind: 'end', tx: 'tx1', at: 9 }], sent: [], logged: ['begin', 'decision', 'end'] },
+    ];
+    for (const c of cases) {
+      const disk = { log: c.log.map((r) => ({ ...r })) };
+      const coord = new Coordinator('c', disk, 'none', new Narrator(), 100);
+      const out: Array<Outgoing<TwoPcMsg>> = [];
+      coord.drain(out);
+      t.same(out.map((o) => `${o.to}:${o.msg.t === 'decision' ? o.msg.decision : o.msg.t}`), c.sent, c.name);
+      t.same(disk.log.map((r) => r.kind), c.logged, `${c.name}: log`);
+      if (c.name.startsWith('begin only')) t.same(disk.log[1], { kind: 'decision', tx: 'tx1', at: 100, decision: 'abort' }, 'the presumed abort is forced to the log');
+    }
+  });
 
   t.test('the same seed gives the same report', async (t) => {
     t.same(runTwoPhaseCommit({ crash: true, seed: 7 }), runTwoPhaseCommit({ crash: true, seed: 7 }));

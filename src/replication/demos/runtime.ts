@@ -95,7 +95,11 @@ export class DemoNet<M> {
     this.actors.set(id, undefined);
   }
 
-  /** Sends on behalf of `from` at the current time (latency drawn like any other message). */
+  /**
+   * Sends on behalf of `from` at the current time. The latency is drawn per message and set on the
+   * link just before the submit; the fabric still keeps per-link FIFO (a fast message never
+   * overtakes a slow one on the same link), so reordering happens only across links.
+   */
   send(from: string, to: string, msg: M): void {
     this.fabric.setLatency(from, to, this.latencyRng.range(this.latency.minMs, this.latency.maxMs));
     this.fabric.submit(from, to, msg, this.clock);

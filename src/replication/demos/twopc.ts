@@ -324,6 +324,11 @@ export class Participant implements DemoActor<TwoPcMsg> {
     for (const [tx, s] of this.txs) {
       if (s.state !== 'prepared' || now < s.queryAt) continue;
       if (this.queriesSent === 0) this.narrator.say(now, `${this.id} has waited ${twoPcTimings.decisionTimeoutMs} ms without a decision; being prepared it may not abort alone, so it asks the coordinator and its peers.`);
+      else if (this.blockedSince === undefined) {
+        // A whole retry interval and still nobody told it the outcome (no answer at all): blocked too.
+        this.blockedSince = now;
+        this.narrator.say(now, `Nobody has answered ${this.id}'s query: it is BLOCKED, still holding its lock.`);
+      }
       this.queriesSent++;
       s.queryAt = now + twoPcTimings.retryMs;
       for (const p of [s.coordinator, ...s.participants.filter((x) => x !== this.id)]) this.out.push({ to: p, msg: { t: 'query', tx } });
