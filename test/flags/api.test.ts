@@ -476,6 +476,9 @@ t.test('evaluation over the management API and the SDK key', async (t) => {
   const all = (await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: { key: 'u3' } } })).body as { flags: Record<string, { reason: { kind: string } }> };
   t.same(Object.keys(all.flags).sort(), ['banner', 'off-flag'], 'without flagKeys every flag is evaluated');
   t.equal(all.flags['off-flag']?.reason.kind, 'OFF');
+  const nowhere = await h.call('POST', '/api/v1/projects/web/environments/nowhere/evaluate', { token: tok, body: { context: { key: 'u3' } } });
+  t.same(nowhere.body, { flags: {} }, 'an environment that does not exist has no flags');
+  t.match(String((await h.call('GET', '/metrics')).body), /flags_environments_loaded 1/, 'and is not loaded');
   const missing = (await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: { key: 'u3' }, flagKeys: ['nope'] } })).body as { flags: Record<string, unknown> };
   t.same(missing.flags['nope'], { value: null, variation: null, reason: { kind: 'ERROR', errorKind: 'FLAG_NOT_FOUND' } });
   const bad: Array<{ name: string; body?: unknown; field: RegExp }> = [

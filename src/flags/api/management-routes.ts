@@ -185,7 +185,12 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
   app.post(`${E}/evaluate`, async (req) => {
     await requireRole(auth, req, 'viewer');
     const body = decodeEvaluateBody(req.body);
-    const env = await ctx.replica.environment(param(req, 'projectKey'), param(req, 'envKey'));
-    return { status: 200, body: evaluator.run(env, body) };
+    const p = param(req, 'projectKey');
+    const e = param(req, 'envKey');
+    // Only real environments are loaded into the replica, so made-up names cannot grow it.
+    if (!ctx.replica.isLoaded(p, e) && !(await store.listEnvironments(p)).some((x) => x.key === e)) {
+      return { status: 200, body: { flags: {} } };
+    }
+    return { status: 200, body: evaluator.run(await ctx.replica.environment(p, e), body) };
   });
 }

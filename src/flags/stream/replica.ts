@@ -103,6 +103,10 @@ export class Replica {
     return entry.promise;
   }
 
+  isLoaded(projectKey: string, envKey: string): boolean {
+    return this.envs.has(envId(projectKey, envKey));
+  }
+
   /** Loaded environments a change touches: one for a flag, every one of the project for a segment. */
   affected(c: Change): EnvState[] {
     const set = this.byProject.get(c.projectKey);
