@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { SignJWT } from 'jose';
-import { adminEmail, adminPassword, boolFlag, jwtSecret, startHarness, type Harness } from './helpers.js';
+import { adminEmail, adminPassword, boolFlag, jwtSecret, startHarness, type Harness } from './fixtures/helpers.js';
 
 const E = '/api/v1/projects/web/environments/prod';
 const P = '/api/v1/projects/web';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { openPostgresStore } from '../../src/flags/store/postgres.js';
 import { runStoreConformance } from './store-conformance.js';
-import { pgServer } from './pg-harness.js';
-import { boolFlag, openStream, startHarness } from './helpers.js';
+import { pgServer } from './fixtures/pg-harness.js';
+import { boolFlag, openStream, startHarness } from './fixtures/helpers.js';
 
 const server = await pgServer(t);
 if (!server) {

@@ -9,7 +9,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { OpenFeature, ProviderEvents } from '@openfeature/server-sdk';
 import { FlagsClient } from '../../src/flags/sdk/client.js';
 import { SimlabFlagsProvider } from '../../src/flags/sdk/provider.js';
-import { boolFlag, openStream, startHarness, type Harness } from './helpers.js';
+import { boolFlag, openStream, startHarness, type Harness } from './fixtures/helpers.js';
 
 const P = '/api/v1/projects/web';
 const E = `${P}/environments/prod`;
