@@ -295,7 +295,8 @@ class LeaderlessCore implements NodeCore {
     this.id = opts.id;
     this.members = [...opts.peers];
     this.ring = ringFor(this.members);
-    this.config = opts.config;
+    // A private copy: set_quorum changes N/W/R on this node only (cores in one test may share a config object).
+    this.config = { ...opts.config };
     this.timings = opts.timings;
     this.regions = { ...(opts.regions ?? {}) };
     this.probeMs = Math.max(
@@ -1037,9 +1038,17 @@ class LeaderlessCore implements NodeCore {
       if (m !== this.id && !this.detectors.has(m)) this.detectors.set(m, this.newDetector());
     }
     for (const m of [...this.detectors.keys()]) if (!this.members.includes(m)) this.detectors.delete(m);
-    const n = this.config.quorum_n;
+    this.scheduleTransfers(oldRing, this.config.quorum_n);
+    this.aeCursor = 0;
+  }
+
+  /**
+   * Keys whose preference list gained a node (against `oldRing` with `oldN` replicas) are streamed
+   * to it by the handoff timer, which starts at once.
+   */
+  private scheduleTransfers(oldRing: HashRing, oldN: number): void {
     for (const [key] of this.store) {
-      const before = oldRing.preferenceList(key, n);
+      const before = oldRing.preferenceList(key, oldN);
       for (const node of this.preferenceList(key)) {
         if (node === this.id || before.includes(node)) continue;
         let keys = this.transfers.get(node);
@@ -1050,8 +1059,29 @@ class LeaderlessCore implements NodeCore {
         keys.add(key);
       }
     }
-    this.aeCursor = 0;
     this.nextHandoffAt = Math.min(this.nextHandoffAt, this.now);
+  }
+
+  /**
+   * set_quorum: this node coordinates with new N/W/R from now on (requests already in flight keep
+   * the plan they started with). The caller sequences the nodes so that every pair of quorums that
+   * can be in use at once still overlaps (checkers/quorum.ts); this node only refuses a quorum that
+   * does not overlap itself (W + R > N). A larger N streams keys to the replicas it adds.
+   */
+  private setQuorum(args: unknown): ControlResult {
+    const a = isObject(args) ? args : {};
+    const { n, w, r } = a;
+    const int = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 1;
+    if (!int(n) || !int(w) || !int(r)) return { ok: false, status: 400, error: 'set_quorum needs {n, w, r}: positive integers' };
+    if (w > n || r > n) return { ok: false, status: 400, error: `set_quorum: w and r must be at most n (${n})` };
+    if (w + r <= n) return { ok: false, status: 400, error: `set_quorum: w + r must be greater than n (W + R > N), got ${w} + ${r} <= ${n}` };
+    const oldN = this.config.quorum_n;
+    this.config.quorum_n = n;
+    this.config.quorum_w = w;
+    this.config.quorum_r = r;
+    this.plCache.clear();
+    if (n > oldN) this.scheduleTransfers(this.ring, oldN);
+    return { ok: true, data: { n, w, r, previous_n: oldN } };
   }
 
   // ------------------------------------------------------------ heartbeats and anti-entropy
@@ -1158,6 +1188,10 @@ class LeaderlessCore implements NodeCore {
         for (const [k, v] of this.store) all.set(k, versionDigest(v));
         return { ok: true, data: { root: aeRoot(all).root, keys: this.store.size } };
       }
+      case 'set_quorum':
+        return this.setQuorum(args);
+      case 'quorum':
+        return { ok: true, data: { n: this.config.quorum_n, w: this.config.quorum_w, r: this.config.quorum_r } };
       case 'hints': {
         const data: Record<NodeId, string[]> = {};
         for (const [owner, held] of this.hints) data[owner] = [...held.keys()].sort();
