@@ -8,7 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { FrameWriter, nodeIdOf, readFrames } from '../protocol/actor.js';
 import { Fabric } from '../src/fabric/fabric.js';
-import { LiveFabricDriver } from '../src/fabric/live.js';
+import { LiveFabricDriver, type WirePayload } from '../src/fabric/live.js';
 import { SeededRng } from '../src/util/rng.js';
 import { table } from './lib.js';
 
@@ -21,7 +21,7 @@ async function run(nodes: number, mode: 'relay' | 'fabric', inflightPerNode: num
   const post = (to: string, buf: ArrayBuffer) => workers.get(to)?.postMessage({ net: buf }, [buf]);
   let onNet: (from: string, buf: ArrayBuffer) => void;
   if (mode === 'fabric') {
-    const fabric = new Fabric<Uint8Array>({ rng: new SeededRng(1), linkQueueMax: 1 << 20, inboxMax: 1 << 20 });
+    const fabric = new Fabric<WirePayload>({ rng: new SeededRng(1), linkQueueMax: 1 << 20, inboxMax: 1 << 20 });
     for (const id of ids) fabric.addNode(id);
     const driver = new LiveFabricDriver(fabric, post);
     onNet = (from, buf) => driver.submitFrames(from, buf);

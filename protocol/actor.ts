@@ -52,15 +52,17 @@ export function nodeIdOf(index: number): string {
 }
 
 const headerBytes = 6;
+/** Set on the index when a W3C traceparent follows the header ([u8 length][ascii]); tracing only. */
+const tracedFlag = 0x8000;
 
-/** Builds one frame buffer from (node index, message bytes) pairs. */
+/** Builds one frame buffer from (node index, message bytes[, traceparent]) entries. */
 export class FrameWriter {
-  private parts: Array<{ idx: number; bytes: Uint8Array }> = [];
+  private parts: Array<{ idx: number; bytes: Uint8Array; tp: string | undefined }> = [];
   private size = 0;
 
-  add(idx: number, bytes: Uint8Array): void {
-    this.parts.push({ idx, bytes });
-    this.size += headerBytes + bytes.byteLength;
+  add(idx: number, bytes: Uint8Array, tp?: string): void {
+    this.parts.push({ idx, bytes, tp });
+    this.size += headerBytes + bytes.byteLength + (tp === undefined ? 0 : 1 + tp.length);
   }
 
   get count(): number {
@@ -74,10 +76,16 @@ export class FrameWriter {
     const dv = new DataView(buf);
     let off = 0;
     for (const p of this.parts) {
-      dv.setUint16(off, p.idx);
+      dv.setUint16(off, p.tp === undefined ? p.idx : p.idx | tracedFlag);
       dv.setUint32(off + 2, p.bytes.byteLength);
-      u8.set(p.bytes, off + headerBytes);
-      off += headerBytes + p.bytes.byteLength;
+      off += headerBytes;
+      if (p.tp !== undefined) {
+        u8[off] = p.tp.length;
+        for (let i = 0; i < p.tp.length; i++) u8[off + 1 + i] = p.tp.charCodeAt(i);
+        off += 1 + p.tp.length;
+      }
+      u8.set(p.bytes, off);
+      off += p.bytes.byteLength;
     }
     this.parts = [];
     this.size = 0;
@@ -86,15 +94,22 @@ export class FrameWriter {
 }
 
 /** Walks a frame buffer; `bytes` are views into it (no copy). */
-export function readFrames(buf: ArrayBuffer, fn: (idx: number, bytes: Uint8Array) => void): number {
+export function readFrames(buf: ArrayBuffer, fn: (idx: number, bytes: Uint8Array, tp: string | undefined) => void): number {
   const dv = new DataView(buf);
   let off = 0;
   let n = 0;
   while (off + headerBytes <= buf.byteLength) {
-    const idx = dv.getUint16(off);
+    const raw = dv.getUint16(off);
     const len = dv.getUint32(off + 2);
-    fn(idx, new Uint8Array(buf, off + headerBytes, len));
-    off += headerBytes + len;
+    off += headerBytes;
+    let tp: string | undefined;
+    if (raw & tracedFlag) {
+      const tl = dv.getUint8(off);
+      tp = String.fromCharCode(...new Uint8Array(buf, off + 1, tl));
+      off += 1 + tl;
+    }
+    fn(raw & ~tracedFlag, new Uint8Array(buf, off, len), tp);
+    off += len;
     n++;
   }
   return n;

@@ -6,6 +6,7 @@
  * and the others keep running.
  */
 import { createLogger } from './util/logger.js';
+import { initTracing, shutdownTracing } from './tracing/tracing.js';
 
 interface Running {
   name: string;
@@ -16,6 +17,7 @@ const logger = createLogger('simlab');
 const env = process.env;
 const host = env['HOST'] ?? '0.0.0.0';
 const running: Running[] = [];
+await initTracing('simlab');
 
 type Starter = (opts: Record<string, unknown>) => Promise<{ port: number; proxyPort?: number; close: () => Promise<void> | void }>;
 
@@ -49,6 +51,7 @@ if (running.length === 0) {
 
 const stop = async (): Promise<void> => {
   for (const r of running) await r.close();
+  await shutdownTracing();
   process.exit(0);
 };
 process.on('SIGINT', () => void stop());

@@ -12,18 +12,22 @@ import { loadCore } from '../src/replication/cores/index.js';
 import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
 import { SeededRng } from '../src/util/rng.js';
 import { decode, encode, encodeTransferable, FrameWriter, nodeIdOf, nodeIndex, readFrames, type ToActor } from '../protocol/actor.js';
+import { initTracing, startSpan, tracing, type SpanHandle } from '../src/tracing/tracing.js';
 
 export interface ActorInit {
   core: Omit<CoreOptions, 'rng' | 'now'>;
   seed: number;
   control: MessagePort;
   eventsEnabled: boolean;
+  /** Tracing is on in the front process: load OpenTelemetry here too and continue its traces. */
+  tracing?: boolean;
 }
 
 const init = workerData as ActorInit;
 const port = parentPort;
 if (!port) throw new Error('node-actor must run in a worker thread');
 
+if (init.tracing) await initTracing(`simlab-node-${init.core.id}`);
 const factory = await loadCore(init.core.config.strategy);
 const core = factory({ ...init.core, rng: new SeededRng(init.seed), now: Date.now() });
 const out: CoreOutput = { messages: [], replies: [], events: [] };
@@ -32,16 +36,36 @@ let eventsEnabled = init.eventsEnabled;
 let timer: NodeJS.Timeout | undefined;
 let timerAt = Infinity;
 
+/** Tracing only: the traceparent outgoing messages of this step continue, and open await_acks spans by request id. */
+let stepParent: string | undefined;
+const awaiting = new Map<number, SpanHandle>();
+
 function flush(): void {
   core.drain(out);
   const msg: { net?: ArrayBuffer; out?: ArrayBuffer } = {};
   const transfer: ArrayBuffer[] = [];
   if (out.messages.length > 0) {
     const w = new FrameWriter();
-    for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg));
+    if (stepParent !== undefined) {
+      const replicate = startSpan('node.replicate', stepParent, { node: core.id, messages: out.messages.length });
+      const tp = replicate?.traceparent();
+      for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg), tp);
+      replicate?.end();
+    } else for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg));
     msg.net = w.finish();
     transfer.push(msg.net);
     out.messages.length = 0;
+  }
+  stepParent = undefined;
+  if (awaiting.size > 0) {
+    for (const r of out.replies) {
+      const span = awaiting.get(r.id);
+      if (span) {
+        span.setAttribute('ok', r.ok);
+        span.end();
+        awaiting.delete(r.id);
+      }
+    }
   }
   if (!eventsEnabled) out.events.length = 0;
   if (out.replies.length > 0 || out.events.length > 0) {
@@ -75,10 +99,31 @@ function onTimer(): void {
 port.on('message', (m: ToActor) => {
   const now = Date.now();
   if (m.net) {
-    readFrames(m.net, (fromIdx, bytes) => core.onMessage(nodeIdOf(fromIdx), decode(bytes), now));
+    readFrames(m.net, (fromIdx, bytes, tp) => {
+      if (tp === undefined || !tracing.on) core.onMessage(nodeIdOf(fromIdx), decode(bytes), now);
+      else {
+        // A traced peer message (a follower applying a traced write): its work and replies join the trace.
+        const span = startSpan('node.apply', tp, { node: core.id, from: nodeIdOf(fromIdx) });
+        core.onMessage(nodeIdOf(fromIdx), decode(bytes), now);
+        stepParent = span?.traceparent();
+        span?.end();
+      }
+    });
   }
   if (m.req) {
-    for (const r of decode<ClientRequest[]>(new Uint8Array(m.req))) core.onClient(r, now);
+    for (const r of decode<Array<ClientRequest & { tp?: string }>>(new Uint8Array(m.req))) {
+      if (r.tp === undefined || !tracing.on) {
+        core.onClient(r, now);
+        continue;
+      }
+      const span = startSpan(r.op.op === 'read' ? 'node.read' : 'node.write', r.tp, { node: core.id, op: r.op.op });
+      core.onClient({ id: r.id, op: r.op }, now);
+      const tp = span?.traceparent();
+      span?.end();
+      stepParent = tp;
+      const wait = startSpan('await_acks', tp, { node: core.id });
+      if (wait) awaiting.set(r.id, wait);
+    }
   }
   flush();
 });

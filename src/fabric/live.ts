@@ -26,6 +26,14 @@ function indexOf(id: string): number {
   return idx;
 }
 import type { Fabric } from './fabric.js';
+import { startSpan } from '../tracing/tracing.js';
+
+/** A traced message: its bytes plus the traceparent of its fabric.send span (tracing on only). */
+export interface TracedPayload {
+  bytes: Uint8Array;
+  tp: string;
+}
+export type WirePayload = Uint8Array | TracedPayload;
 
 export class LiveFabricDriver {
   private scheduled = false;
@@ -34,7 +42,7 @@ export class LiveFabricDriver {
   private closed = false;
 
   constructor(
-    readonly fabric: Fabric<Uint8Array>,
+    readonly fabric: Fabric<WirePayload>,
     private readonly deliver: (to: string, frames: ArrayBuffer) => void,
     private readonly now: () => number = Date.now,
   ) {}
@@ -42,8 +50,15 @@ export class LiveFabricDriver {
   /** A worker's outgoing frame buffer: [u16 destination index][u32 length][msgpack] repeated. */
   submitFrames(fromId: string, buf: ArrayBuffer): void {
     const now = this.now();
-    readFrames(buf, (toIdx, bytes) => {
-      this.fabric.submit(fromId, idOf(toIdx), bytes, now);
+    readFrames(buf, (toIdx, bytes, tp) => {
+      if (tp === undefined) {
+        this.fabric.submit(fromId, idOf(toIdx), bytes, now);
+        return;
+      }
+      const span = startSpan('fabric.send', tp, { from: fromId, to: idOf(toIdx), bytes: bytes.byteLength });
+      const outcome = this.fabric.submit(fromId, idOf(toIdx), { bytes, tp: span ? span.traceparent() : tp }, now);
+      span?.setAttribute('outcome', outcome);
+      span?.end();
     });
     this.kick();
   }
@@ -61,7 +76,15 @@ export class LiveFabricDriver {
     const now = this.now();
     this.fabric.deliverDue(now, (to, batch) => {
       const w = new FrameWriter();
-      for (const d of batch) w.add(indexOf(d.from), d.payload);
+      for (const d of batch) {
+        const p = d.payload;
+        if (p instanceof Uint8Array) w.add(indexOf(d.from), p);
+        else {
+          const span = startSpan('fabric.deliver', p.tp, { from: d.from, to });
+          w.add(indexOf(d.from), p.bytes, span ? span.traceparent() : p.tp);
+          span?.end();
+        }
+      }
       this.deliver(to, w.finish());
     });
     const next = this.fabric.nextDueAt();

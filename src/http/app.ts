@@ -12,6 +12,7 @@ import type { Logger } from '../util/logger.js';
 import { Router, type Method } from './router.js';
 import { formatValidationError } from './validation.js';
 import { WsClient, type WsBehavior } from './ws.js';
+import { startSpan, tracing, type SpanHandle } from '../tracing/tracing.js';
 
 export const bodyLimitBytesDefault = 1024 * 1024;
 
@@ -305,9 +306,10 @@ export class HttpApp {
     req.forEach((k, v) => {
       headers[k] = v;
     });
-    const state = { aborted: false, done: false };
+    const state: ReqState = { aborted: false, done: false, span: undefined };
     res.onAborted(() => {
       state.aborted = true;
+      state.span?.end();
     });
     const cors = this.corsHeaders(headers['origin']);
 
@@ -343,6 +345,8 @@ export class HttpApp {
         return;
       }
     }
+    // A root span per request, only when tracing is on (otherwise this is one property test).
+    if (tracing.on) state.span = startSpan(`${method} ${path}`, undefined, { 'http.method': method, 'http.target': path });
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     const request: HttpRequest<unknown> = {
       method, path, params: m.params, query: new URLSearchParams(queryString), headers,
@@ -382,7 +386,7 @@ export class HttpApp {
     });
   }
 
-  private runHandler(res: uWS.HttpResponse, state: { aborted: boolean; done: boolean }, route: RouteEntry, request: HttpRequest<unknown>, cors: Record<string, string> | undefined): void {
+  private runHandler(res: uWS.HttpResponse, state: ReqState, route: RouteEntry, request: HttpRequest<unknown>, cors: Record<string, string> | undefined): void {
     if (!route.opts.rawBody && (route.check || request.rawBody.length > 0)) {
       if (request.rawBody.length === 0) {
         if (route.check && !route.opts.bodyOptional) {
@@ -407,7 +411,7 @@ export class HttpApp {
     }
     let result: HttpResult | Promise<HttpResult>;
     try {
-      result = route.handler(request);
+      result = state.span ? state.span.run(() => route.handler(request)) : route.handler(request);
     } catch (err) {
       this.send(res, state, this.errorResult(err, request), cors, request.method);
       return;
@@ -432,9 +436,13 @@ export class HttpApp {
     return { status: 500, body: { error: 'internal server error' } };
   }
 
-  private send(res: uWS.HttpResponse, state: { aborted: boolean; done: boolean }, r: HttpResult, cors: Record<string, string> | undefined, method: string, close = false): void {
+  private send(res: uWS.HttpResponse, state: ReqState, r: HttpResult, cors: Record<string, string> | undefined, method: string, close = false): void {
     if (state.aborted || state.done) return;
     state.done = true;
+    if (state.span) {
+      state.span.setAttribute('http.status_code', r.status);
+      state.span.end();
+    }
     this.opts.onResponse?.(method, r.status);
     res.cork(() => {
       res.writeStatus(statusLine(r.status));
@@ -460,7 +468,7 @@ export class HttpApp {
     });
   }
 
-  private runStream(res: uWS.HttpResponse, state: { aborted: boolean; done: boolean }, entry: StreamEntry, request: HttpRequest<undefined>, cors: Record<string, string> | undefined): void {
+  private runStream(res: uWS.HttpResponse, state: ReqState, entry: StreamEntry, request: HttpRequest<undefined>, cors: Record<string, string> | undefined): void {
     const closeCbs: Array<() => void> = [];
     const pending: string[] = [];
     let pendingBytes = 0;
@@ -562,3 +570,9 @@ export class HttpApp {
 }
 
 const emptyBody = Buffer.alloc(0);
+
+interface ReqState {
+  aborted: boolean;
+  done: boolean;
+  span: SpanHandle | undefined;
+}

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Fabric } from '../fabric/fabric.js';
 import { nodeIndex } from '../../protocol/actor.js';
-import { LiveFabricDriver } from '../fabric/live.js';
+import { LiveFabricDriver, type WirePayload } from '../fabric/live.js';
 import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
 import { liveRng } from '../util/rng.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreStatus, CoreTimings, NodeId, Version } from './core.js';
@@ -66,7 +66,7 @@ export class Cluster {
   readonly id = randomUUID();
   readonly created = new Date().toISOString();
   readonly nodes = new Map<NodeId, NodeHandle>();
-  readonly fabric: Fabric<Uint8Array>;
+  readonly fabric: Fabric<WirePayload>;
   readonly regions: Record<NodeId, number> = {};
   leaderId: NodeId | undefined;
   epoch = 0;
@@ -88,7 +88,7 @@ export class Cluster {
     readonly timings: CoreTimings,
     private readonly hooks: ClusterHooks,
   ) {
-    this.fabric = new Fabric<Uint8Array>({ rng: liveRng(), linkQueueMax: fabricLimits.linkQueueMax, inboxMax: fabricLimits.inboxMax });
+    this.fabric = new Fabric<WirePayload>({ rng: liveRng(), linkQueueMax: fabricLimits.linkQueueMax, inboxMax: fabricLimits.inboxMax });
     this.driver = new LiveFabricDriver(this.fabric, (to, frames) => this.nodes.get(to)?.deliverNet(frames));
     this.sweepTimer = setInterval(() => {
       const now = Date.now();

@@ -10,6 +10,7 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { decode, encodeTransferable, type FromActor } from '../../protocol/actor.js';
 import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
 import type { ClientOp, ClientReply, CoreEvent, CoreOptions } from './core.js';
+import { activeTraceparent, tracing } from '../tracing/tracing.js';
 
 export type NodeState = 'online' | 'paused' | 'offline';
 
@@ -35,7 +36,7 @@ export class NodeHandle {
   state: NodeState = 'online';
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private queue: Array<{ id: number; op: ClientOp }> = [];
+  private queue: Array<{ id: number; op: ClientOp; tp?: string }> = [];
   private flushScheduled = false;
   private netQueue: ArrayBuffer[] = [];
   private exited = false;
@@ -48,7 +49,7 @@ export class NodeHandle {
     private readonly hooks: NodeHandleHooks,
   ) {
     const { port1, port2 } = new MessageChannel();
-    const init: ActorInit = { core: coreOpts, seed, control: port2, eventsEnabled: true };
+    const init: ActorInit = { core: coreOpts, seed, control: port2, eventsEnabled: true, tracing: tracing.on };
     this.worker = new Worker(actorUrl, {
       workerData: init,
       transferList: [port2],
@@ -80,7 +81,10 @@ export class NodeHandle {
     if (this.exited) return Promise.resolve({ id, ok: false, code: 'paused', status: 409, error: `node ${this.id} is offline` });
     return new Promise((resolve) => {
       this.pending.set(id, { resolve, deadline: Date.now() + this.requestTimeoutMs + frontRequestTimeoutMsExtra });
-      this.queue.push({ id, op });
+      if (tracing.on) {
+        const tp = activeTraceparent();
+        this.queue.push(tp === undefined ? { id, op } : { id, op, tp });
+      } else this.queue.push({ id, op });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());

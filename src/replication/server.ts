@@ -16,6 +16,7 @@ import { isImplemented } from './cores/index.js';
 import { createSimMetrics, type SimMetrics } from './metrics.js';
 import { preferenceList } from './dynamo/ring.js';
 import { registerCheckerRoutes } from './checkers/routes.js';
+import { inSpan, tracing } from '../tracing/tracing.js';
 
 export interface ReplSimOptions {
   port: number;
@@ -96,7 +97,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     return { status: forRead ? 404 : r.status, body: { error: r.error } };
   };
 
-  const createCluster = async (body: ClusterConfigBody): Promise<HttpResult> => {
+  const createCluster = (body: ClusterConfigBody): Promise<HttpResult> => inSpan('create_cluster', () => createClusterInner(body), { strategy: body.strategy });
+  const createClusterInner = async (body: ClusterConfigBody): Promise<HttpResult> => {
     const eff = effectiveConfig(body);
     if (!eff.ok) throw new HttpError(400, eff.error);
     if (!isImplemented(eff.config.strategy)) throw new HttpError(400, `strategy ${eff.config.strategy} is not implemented yet`);
@@ -121,7 +123,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     return { status: 201, body: await c.state() };
   };
 
-  const deleteCluster = async (id: string): Promise<boolean> => {
+  const deleteCluster = (id: string): Promise<boolean> => inSpan('delete_cluster', () => deleteClusterInner(id), { cluster_id: id });
+  const deleteClusterInner = async (id: string): Promise<boolean> => {
     const c = clusters.get(id);
     if (!c) return false;
     clusters.delete(id);
@@ -144,7 +147,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     child.inc();
   };
 
-  const doWrite = async (c: Cluster, op: ClientOp, target: string | undefined): Promise<{ ok: true; entry: KVEntry; node_id: string } | { ok: false; status: number; error: string }> => {
+  type WriteOutcome = { ok: true; entry: KVEntry; node_id: string } | { ok: false; status: number; error: string };
+  const doWrite = (c: Cluster, op: ClientOp, target: string | undefined): Promise<WriteOutcome> =>
+    tracing.on ? inSpan('write', () => doWriteInner(c, op, target), { cluster_id: c.id, op: op.op }) : doWriteInner(c, op, target);
+  const doWriteInner = async (c: Cluster, op: ClientOp, target: string | undefined): Promise<WriteOutcome> => {
     const nodeId = target ?? c.defaultTarget();
     if (!nodeId || !c.nodes.has(nodeId)) return { ok: false, status: 404, error: `node ${nodeId} not found in cluster ${c.id}` };
     if (hub.size > 0) publish(c.id, { type: 'write_received', node_id: nodeId, data: { key: 'key' in op ? op.key : undefined, op: op.op } });
@@ -211,7 +217,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const clientId = req.query.get('client_id');
     if (clientId) op.client_id = clientId;
     if (hub.size > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
-    const r = await c.clientOp(nodeId as string, op);
+    const r = tracing.on ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id }) : await c.clientOp(nodeId as string, op);
     if (!r.ok) return replyError(r, true);
     metrics.reads.inc({ cluster_id: c.id, node_id: nodeId as string });
     if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
