@@ -1,0 +1,222 @@
+/**
+ * Hostile-input fuzzing of every endpoint of the feature-flag service (spec + DECISIONS.md: auth,
+ * users, projects, environments, flags, segments, audit, evaluation, SDK routes), against the real
+ * process (dist/src/flags/main.js) on a temp SQLite file. The fixture is one project with flags of
+ * every shape, a segment, and victims for the deletes; the state a refused request must not change
+ * is the projects and environments, the fixture flags and segments, each project's newest audit
+ * record and the users. Properties and runner: harness.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { api } from '../helpers/http.js';
+import { startService, type Started } from '../helpers/server.js';
+import type { Hostile } from './generators.js';
+import { fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+
+const adminEmail = 'fuzz-admin@example.com';
+const adminPassword = 'fuzz-password-0123';
+const P = '/api/v1/projects/{projectKey}';
+const E = `${P}/environments/{envKey}`;
+
+interface Fixture {
+  token: string;
+  refreshToken: string;
+  sdkKey: string;
+  /** Version of each fixture flag/segment after the last restore (a change means: put it back). */
+  versions: Record<string, number>;
+}
+
+const f0: Hostile = { key: 'f0', type: 'boolean', enabled: true, defaultVariation: 'on', variations: [{ key: 'on', value: true }, { key: 'off', value: false }] };
+const f1: Hostile = {
+  key: 'f1', name: 'Flag one', type: 'string', enabled: true, defaultVariation: 'a',
+  variations: [{ key: 'a', value: 'A' }, { key: 'b', value: 'B' }],
+  targets: [{ contextKeys: ['u1'], variation: 'b' }],
+  prerequisites: [{ flagKey: 'f0', variation: 'on' }],
+  rules: [{ id: 'r1', clauses: [{ attribute: 'email', op: 'endsWith', values: ['@x.io'] }, { attribute: '', op: 'segmentMatch', values: ['s1'], negate: true }], variation: 'b' }],
+  rollout: [{ variation: 'a', weight: 50000 }, { variation: 'b', weight: 50000 }],
+  bucketBy: 'key', seed: 'salt',
+};
+const fj: Hostile = {
+  key: 'fj', name: 'JSON flag', type: 'json', enabled: true, defaultVariation: 'x',
+  variations: [{ key: 'x', value: { a: [1, 2, { b: null }] } }, { key: 'y', value: 'plain' }],
+  rules: [{ clauses: [{ attribute: 'version', op: 'semverGte', values: ['2.1'] }, { attribute: 'score', op: 'gt', values: ['10'] }, { attribute: 'name', op: 'matches', values: ['^a.*z$'] }], variation: 'y' }],
+};
+const fdel: Hostile = { key: 'fdel', type: 'integer', defaultVariation: 'one', variations: [{ key: 'one', value: 1 }] };
+const s1: Hostile = { key: 's1', name: 'S1', included: ['u1'], excluded: ['u2'], rules: [{ clauses: [{ attribute: 'country', op: 'in', values: ['fr', 'de'] }] }] };
+const sdel: Hostile = { key: 'sdel', included: ['u9'] };
+const fixtureFlags: Record<string, Hostile> = { f0, f1, fj, fdel };
+const fixtureSegments: Record<string, Hostile> = { s1, sdel };
+
+/** The template without its key (PUT bodies). */
+function withoutKey(v: Hostile): Hostile {
+  const { key: _key, ...rest } = v as Record<string, Hostile>;
+  return rest;
+}
+
+interface Versioned {
+  key: string;
+  version: number;
+}
+
+async function login(srv: Started): Promise<{ accessToken: string; refreshToken: string }> {
+  const r = await api(srv.base).post<{ accessToken: string; refreshToken: string }>('/auth/login', { email: adminEmail, password: adminPassword });
+  if (r.status !== 200) throw new Error(`fixture: login answered ${r.status} ${r.text}`);
+  return r.body;
+}
+
+const auth = (fx: Fixture): Record<string, string> => ({ authorization: `Bearer ${fx.token}` });
+const sdk = (fx: Fixture): Record<string, string> => ({ authorization: fx.sdkKey });
+
+async function restore(srv: Started, fx: Fixture): Promise<void> {
+  const c = api(srv.base);
+  const h = auth(fx);
+  const base = '/api/v1/projects/fz/environments/prod';
+  const flags = (await c.get<Versioned[]>(`${base}/flags`, h)).body ?? [];
+  for (const f of flags) if (!(f.key in fixtureFlags)) await c.del(`${base}/flags/${encodeURIComponent(f.key)}`, h);
+  // f0 first: f1 names it as a prerequisite.
+  for (const [key, tpl] of Object.entries(fixtureFlags)) {
+    const cur = flags.find((f) => f.key === key);
+    const r = !cur ? await c.post<Versioned>(`${base}/flags`, tpl, h) : cur.version !== fx.versions[key] ? await c.put<Versioned>(`${base}/flags/${key}`, withoutKey(tpl), h) : undefined;
+    if (r && r.status >= 300) throw new Error(`fixture: flag ${key} answered ${r.status} ${r.text}`);
+    fx.versions[key] = r ? r.body.version : (cur as Versioned).version;
+  }
+  const segments = (await c.get<Versioned[]>('/api/v1/projects/fz/segments', h)).body ?? [];
+  for (const s of segments) if (!(s.key in fixtureSegments)) await c.del(`/api/v1/projects/fz/segments/${encodeURIComponent(s.key)}`, h);
+  for (const [key, tpl] of Object.entries(fixtureSegments)) {
+    const cur = segments.find((s) => s.key === key);
+    const r = !cur ? await c.post<Versioned>('/api/v1/projects/fz/segments', tpl, h) : cur.version !== fx.versions[`segment:${key}`] ? await c.put<Versioned>(`/api/v1/projects/fz/segments/${key}`, withoutKey(tpl), h) : undefined;
+    if (r && r.status >= 300) throw new Error(`fixture: segment ${key} answered ${r.status} ${r.text}`);
+    fx.versions[`segment:${key}`] = r ? r.body.version : (cur as Versioned).version;
+  }
+}
+
+async function setup(srv: Started): Promise<Fixture> {
+  const tokens = await login(srv);
+  const fx: Fixture = { token: tokens.accessToken, refreshToken: tokens.refreshToken, sdkKey: '', versions: {} };
+  // Segments before flags would not matter; flags name s1 only in a clause, which may dangle.
+  await restore(srv, fx);
+  const envs = (await api(srv.base).get<Array<{ key: string; sdkKey: string }>>('/api/v1/projects/fz/environments', auth(fx))).body;
+  fx.sdkKey = envs.find((e) => e.key === 'prod')?.sdkKey ?? '';
+  if (!fx.sdkKey) throw new Error('fixture: no SDK key for fz/prod');
+  return fx;
+}
+
+/** Projects, their environments and newest audit record (first 20 projects), the fixture's flags and segments, the users. */
+async function snapshot(srv: Started, fx: Fixture): Promise<unknown> {
+  const c = api(srv.base);
+  const h = auth(fx);
+  const projects = ((await c.get<Array<{ key: string }>>('/api/v1/projects', h)).body ?? []).map((p) => p.key).sort();
+  const perProject: Record<string, unknown> = {};
+  for (const p of projects.slice(0, 20)) {
+    const ep = encodeURIComponent(p);
+    const envs = ((await c.get<Array<{ key: string }>>(`/api/v1/projects/${ep}/environments`, h)).body ?? []).map((e) => e.key).sort();
+    const audit = (await c.get<Array<{ id: number }>>(`/api/v1/projects/${ep}/audit?limit=1`, h)).body ?? [];
+    perProject[p] = { envs, newestAudit: audit[0]?.id ?? null };
+  }
+  return {
+    projects,
+    perProject,
+    flags: (await c.get('/api/v1/projects/fz/environments/prod/flags', h)).body,
+    segments: (await c.get('/api/v1/projects/fz/segments', h)).body,
+    users: ((await c.get<Array<{ email: string; role: string }>>('/api/v1/users', h)).body ?? []).map((u) => `${u.email}:${u.role}`).sort(),
+  };
+}
+
+/** Deletes what a successful create made (keys other than the fixture's), so the lists stay short. */
+const deleteCreatedFlag = async (srv: Started, fx: Fixture, text: string): Promise<void> => {
+  const key = (JSON.parse(text) as { key?: unknown }).key;
+  if (typeof key === 'string' && !(key in fixtureFlags)) await api(srv.base).del(`/api/v1/projects/fz/environments/prod/flags/${encodeURIComponent(key)}`, auth(fx));
+};
+const deleteCreatedSegment = async (srv: Started, fx: Fixture, text: string): Promise<void> => {
+  const key = (JSON.parse(text) as { key?: unknown }).key;
+  if (typeof key === 'string' && !(key in fixtureSegments)) await api(srv.base).del(`/api/v1/projects/fz/segments/${encodeURIComponent(key)}`, auth(fx));
+};
+
+const fz = (): Record<string, string> => ({ projectKey: 'fz', envKey: 'prod' });
+const evaluateBody: Hostile = { context: { key: 'u3', kind: 'user', email: 'a@x.io', country: 'fr', version: '2.3.0', score: 11, name: 'abz', tags: ['x', 1, true, null] }, flagKeys: ['f1', 'fj', 'f0', 'missing'] };
+
+const endpoints: Array<Endpoint<Fixture>> = [
+  { method: 'GET', path: '/healthz', fixtureFree: true },
+  { method: 'GET', path: '/readyz', fixtureFree: true },
+  { method: 'GET', path: '/metrics', fixtureFree: true },
+  { method: 'POST', path: '/auth/login', body: () => ({ email: adminEmail, password: adminPassword }), fixtureFree: true, runsFactor: 0.5 },
+  {
+    method: 'POST', path: '/auth/refresh', body: (fx) => ({ refreshToken: fx.refreshToken }), fixtureFree: true,
+    // A refresh token is single use: keep the new one for the next valid request.
+    cleanup: async (_srv, fx, text) => {
+      const next = (JSON.parse(text) as { refreshToken?: unknown }).refreshToken;
+      if (typeof next === 'string') fx.refreshToken = next;
+    },
+  },
+  { method: 'GET', path: '/api/v1/me' },
+  { method: 'GET', path: '/api/v1/users' },
+  { method: 'POST', path: '/api/v1/users', body: () => ({ email: 'fuzz-viewer@example.com', password: 'password-123', role: 'viewer' }), runsFactor: 0.5 },
+  { method: 'GET', path: '/api/v1/projects' },
+  { method: 'GET', path: `${P}/environments`, params: fz },
+  { method: 'PUT', path: E, params: fz },
+  { method: 'GET', path: `${E}/flags`, params: fz },
+  { method: 'POST', path: `${E}/flags`, params: fz, body: () => ({ ...(fj as Record<string, Hostile>), key: 'fnew' }), cleanup: deleteCreatedFlag },
+  { method: 'GET', path: `${E}/flags/{flagKey}`, params: () => ({ ...fz(), flagKey: 'f1' }) },
+  { method: 'PUT', path: `${E}/flags/{flagKey}`, label: 'string flag with every part', params: () => ({ ...fz(), flagKey: 'f1' }), body: () => withoutKey(f1) },
+  { method: 'PUT', path: `${E}/flags/{flagKey}`, label: 'json flag', params: () => ({ ...fz(), flagKey: 'fj' }), body: () => fj },
+  { method: 'DELETE', path: `${E}/flags/{flagKey}`, params: () => ({ ...fz(), flagKey: 'fdel' }) },
+  { method: 'GET', path: `${P}/segments`, params: fz },
+  { method: 'POST', path: `${P}/segments`, params: fz, body: () => ({ ...(s1 as Record<string, Hostile>), key: 'snew' }), cleanup: deleteCreatedSegment },
+  { method: 'GET', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 's1' }) },
+  { method: 'PUT', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 's1' }), body: () => withoutKey(s1) },
+  { method: 'DELETE', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 'sdel' }) },
+  { method: 'GET', path: `${P}/audit`, params: fz, query: () => [['limit', '5']] },
+  { method: 'POST', path: `${E}/evaluate`, params: fz, body: () => evaluateBody },
+  { method: 'GET', path: '/sdk/v1/stream', headers: (fx) => ({ ...sdk(fx), 'last-event-id': '1' }), stream: true },
+  { method: 'POST', path: '/sdk/v1/evaluate', headers: sdk, body: () => evaluateBody },
+  { method: 'GET', path: '/sdk/v1/latest-all', headers: sdk },
+];
+
+const knownBugs: KnownBug[] = [headHasBody, oversizeAtOnce, unknownMethodDropped];
+
+const svc: ServiceUnderTest<Fixture> = {
+  name: 'feature flags',
+  start: async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flags-fuzz-'));
+    const started = await startService('dist/src/flags/main.js', {
+      NODE_OPTIONS: '',
+      // info: the service prints its port in its "listening" log line.
+      LOGGING_LEVEL: 'info',
+      FLAGS_DB: join(dir, 'flags.db'),
+      FLAGS_ADMIN_EMAIL: adminEmail,
+      FLAGS_ADMIN_PASSWORD: adminPassword,
+      FLAGS_JWT_SECRET: 'fuzz-secret-fuzz-secret-fuzz-secret-0123456789',
+      FLAGS_LOGIN_ATTEMPTS_PER_MINUTE: '1000000',
+    }, 'FLAGS_PORT');
+    const stop = started.stop;
+    return { ...started, stop: async () => { await stop(); rmSync(dir, { recursive: true, force: true }); } };
+  },
+  setup,
+  snapshot,
+  restore,
+  validHeaders: auth,
+  hostileHeaders: [
+    { authorization: null },
+    { authorization: 'Bearer' },
+    { authorization: 'Bearer ' },
+    { authorization: 'bearer  a.b.c' },
+    { authorization: 'Basic YWRtaW46YWRtaW4=' },
+    // alg "none", role admin
+    { authorization: 'Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJhZG1pbiIsInJvbGUiOiJhZG1pbiIsImV4cCI6OTk5OTk5OTk5OX0.' },
+    { authorization: `Bearer ${'a'.repeat(8000)}` },
+    { authorization: 'Bearer \u00ff\u00fe' },
+    { 'if-match': '"abc"' },
+    { 'if-match': '99999999999999999999' },
+    { 'if-match': 'W/"1"' },
+    { 'if-match': '*' },
+    { 'last-event-id': '-1' },
+    { 'last-event-id': '99999999999999999999' },
+    { 'content-type': 'application/json; charset=utf-16' },
+  ],
+  endpoints,
+  knownBugs,
+};
+
+await fuzzService(t, svc, fuzzOptions(10));
