@@ -16,6 +16,8 @@ import { isImplemented } from './cores/index.js';
 import { createSimMetrics, type SimMetrics } from './metrics.js';
 import { preferenceList } from './dynamo/ring.js';
 import { registerCheckerRoutes } from './checkers/routes.js';
+import { registerDemoRoutes } from './demos/routes.js';
+import { registerScenarioRoutes } from './scenarios/routes.js';
 import { inSpan, tracing } from '../tracing/tracing.js';
 
 export interface ReplSimOptions {
@@ -97,8 +99,12 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     return { status: forRead ? 404 : r.status, body: { error: r.error } };
   };
 
-  const createCluster = (body: ClusterConfigBody): Promise<HttpResult> => inSpan('create_cluster', () => createClusterInner(body), { strategy: body.strategy });
-  const createClusterInner = async (body: ClusterConfigBody): Promise<HttpResult> => {
+  const createCluster = async (body: ClusterConfigBody): Promise<HttpResult> => {
+    const { state } = await inSpan('create_cluster', () => provision(body), { strategy: body.strategy });
+    return { status: 201, body: state };
+  };
+  /** Validates, starts the nodes, announces the cluster; shared by POST /clusters and the scenarios. */
+  const provision = async (body: ClusterConfigBody): Promise<{ cluster: Cluster; state: ClusterState }> => {
     const eff = effectiveConfig(body);
     if (!eff.ok) throw new HttpError(400, eff.error);
     if (!isImplemented(eff.config.strategy)) throw new HttpError(400, `strategy ${eff.config.strategy} is not implemented yet`);
@@ -120,7 +126,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     }
     publish(c.id, { type: 'cluster_created', data: { strategy: c.config.strategy, node_ids: [...c.nodes.keys()] } });
     if (c.leaderId) publish(c.id, { type: 'leader_elected', node_id: c.leaderId, data: { epoch: 0, reason: 'initial' } });
-    return { status: 201, body: await c.state() };
+    return { cluster: c, state: await c.state() };
   };
 
   const deleteCluster = (id: string): Promise<boolean> => inSpan('delete_cluster', () => deleteClusterInner(id), { cluster_id: id });
@@ -419,6 +425,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   });
 
   registerCheckerRoutes({ app, clusters, publish });
+  registerDemoRoutes(app);
+  let boundPort = 0;
+  registerScenarioRoutes({ app, clusters, publish, createCluster: provision, selfBase: () => `http://127.0.0.1:${boundPort}` });
 
   // ---- /ws ----
   app.ws<{ clusterId: string | null }>('/ws', {
@@ -429,6 +438,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   });
 
   const port = await app.listen(opts.port, opts.host ?? '0.0.0.0');
+  boundPort = port;
   return {
     port,
     app,
