@@ -8,7 +8,7 @@ import { api, eventually, sleep } from '../helpers/http.js';
 import { startReplSim } from '../helpers/server.js';
 import type { HistoryOp as ClusterOp } from '../../src/replication/cluster.js';
 import type { Version } from '../../src/replication/core.js';
-import { toLincheckHistory, truncatedClient } from '../../src/replication/checkers/linearizability.js';
+import { linearizabilityReport, toLincheckHistory, truncatedClient } from '../../src/replication/checkers/linearizability.js';
 import { addNodePlan, quorumOverlap, transitionOverlaps, type Quorum } from '../../src/replication/checkers/quorum.js';
 import { compareReplicas, compareTrees, merkleTree, replicaTree } from '../../src/replication/checkers/convergence.js';
 import { merkleBuckets, merkleRoot } from '../../src/replication/dynamo/merkle.js';
@@ -51,6 +51,22 @@ t.test('a truncated history gets one unknown-outcome write per value read, invok
   t.same(added.map((o) => [o.kind, o.input, o.status, o.client]), [['write', 'old', 'info', truncatedClient], ['delete', null, 'info', truncatedClient]]);
   t.ok(added.every((o) => o.invokeTime < 100 && o.completeTime === undefined), 'invoked before the first recorded op, never completed');
   t.same(h.source.slice(ops.length), [null, null], 'synthetic ops have no source');
+});
+
+t.test('the report says when the verdict is unknown and when the history was truncated', async (t) => {
+  const h = toLincheckHistory([op({ kind: 'read', result: 'x' })], true);
+  const stats = { ops: 2, partitions: 1, configurations: 5, backtracks: 0 };
+  const cases = [
+    { name: 'budget ran out', result: { verdict: 'unknown', reason: 'timeout', note: 'the time budget ran out with 0 of 1 keys decided (linearizable)', stats } as const, linearizable: null, note: /verdict unknown: the time budget ran out.*history truncated: the oldest 7 operations/ },
+    { name: 'search limit', result: { verdict: 'unknown', reason: 'limit', note: 'too many', stats } as const, linearizable: null, note: /search hit its limit/ },
+    { name: 'linearizable but truncated', result: { verdict: 'linearizable', stats } as const, linearizable: true, note: /^history truncated: .* 1 unknown-outcome writes stand in/ },
+  ];
+  for (const c of cases) {
+    const r = linearizabilityReport('cid', 1, 7, h, c.result, 12.4);
+    t.equal(r.linearizable, c.linearizable, c.name);
+    t.match(r.note, c.note, `${c.name}: the note explains`);
+    t.match(r, { cluster_id: 'cid', ops: 1, history_dropped: 7, checked_ops: 2, keys: 1, elapsed_ms: 12 });
+  }
 });
 
 t.test('quorum overlap is stated per strategy', async (t) => {
@@ -171,12 +187,13 @@ t.test('sequential operations on a sync single-leader cluster and on a raft clus
     t.equal((await c.del(`${V}/clusters/${d.id}/kv?key=k0`)).status, 200, 'a delete');
     t.equal((await read(d.id, 'k0')).status, 404, 'then not found');
     const r = await c.get(`${V}/clusters/${d.id}/linearizable`);
-    t.equal(r.status, 200);
+    t.equal(r.status, 200, `${cfg.strategy}: the checker answers`);
     t.match(r.body, { cluster_id: d.id, linearizable: true, verdict: 'linearizable', ops: 6 + n + 2, keys: 2 }, `${cfg.strategy}: linearizable`);
     t.notOk('violation' in r.body, 'no violation');
+    t.equal((await c.get(`${V}/clusters/${d.id}/linearizable?timeout_ms=0`)).status, 400, 'a time budget below 1 ms is 400');
     const inv = (await c.get(`${V}/clusters/${d.id}/invariants`)).body;
     t.match(inv, { cluster_id: d.id, ok: true, converged: true, linearizable: true, violations: [] }, `${cfg.strategy}: invariants hold`);
-    t.match(inv.checks, { convergence: { ok: true }, linearizability: { ok: true }, quorum_overlap: { ok: true } });
+    t.match(inv.checks, { convergence: { ok: true }, linearizability: { ok: true }, quorum_overlap: { ok: true } }, 'every check passes');
     t.equal(inv.checks.quorum_overlap.applies, cfg.strategy === 'raft', 'quorum overlap applies to raft, not to single_leader');
     await drop(d.id);
   }
@@ -184,10 +201,10 @@ t.test('sequential operations on a sync single-leader cluster and on a raft clus
 
 t.test('an async single-leader read from a lagging follower is shown not linearizable, naming the read', async (t) => {
   const d = await cluster({ strategy: 'single_leader', replication_mode: 'async', node_count: 3 });
-  t.equal((await write(d.id, 'lag', 'v1')).status, 200);
+  t.equal((await write(d.id, 'lag', 'v1')).status, 200, 'first write');
   // Waits on the store view, which is not a client read (a read before replication would itself be a violation).
   await eventually(async () => (await c.get(`${V}/clusters/${d.id}/nodes/n2/store`)).body.lag !== undefined, 3000);
-  t.equal((await c.post(`${V}/clusters/${d.id}/network/latency`, { from: 'n1', to: 'n2', ms: 500 })).status, 200);
+  t.equal((await c.post(`${V}/clusters/${d.id}/network/latency`, { from: 'n1', to: 'n2', ms: 500 })).status, 200, 'n1 -> n2 now takes 500 ms');
   t.equal((await write(d.id, 'lag', 'v2')).status, 200, 'the async write is acknowledged by the leader at once');
   t.equal(await valueOf(d.id, 'lag', 'n2'), 'v1', 'the lagging follower still answers the old value');
   const r = (await c.get(`${V}/clusters/${d.id}/linearizable`)).body;
@@ -195,12 +212,12 @@ t.test('an async single-leader read from a lagging follower is shown not lineari
   const v = r.violation;
   t.match(v, { key: 'lag', op: { kind: 'read', node: 'n2', value: 'v1', outcome: 'ok' } }, 'the offending read, where and what it saw');
   t.ok(typeof v.op.invoke_ms === 'number' && v.op.complete_ms >= v.op.invoke_ms, 'with its invoke and completion times');
-  t.match(v.message, /cannot be linearized/);
+  t.match(v.message, /cannot be linearized/, 'the message says the read cannot be placed');
   t.ok(Array.isArray(v.linearizable_prefix) && v.linearizable_prefix.some((l: string) => /write "v2"/.test(l)), 'the linearizable prefix ends with the write it missed');
   t.equal(v.state_after, 'v2');
   const inv = (await c.get(`${V}/clusters/${d.id}/invariants`)).body;
-  t.equal(inv.ok, false);
-  t.equal(inv.linearizable, false);
+  t.equal(inv.ok, false, 'the invariants fail');
+  t.equal(inv.linearizable, false, 'because of linearizability');
   t.match(inv.violations.join('\n'), /linearizability: .*read -> "v1"/);
   await drop(d.id);
 });
@@ -208,12 +225,12 @@ t.test('an async single-leader read from a lagging follower is shown not lineari
 t.test('convergence lists diverged keys during a partition and converges after healing', async (t) => {
   const d = await cluster({ strategy: 'multi_leader', node_count: 3 });
   const p = await c.post(`${V}/clusters/${d.id}/network/partition`, { group_a: ['n1'], group_b: ['n2', 'n3'] });
-  t.equal(p.status, 201);
-  t.equal((await write(d.id, 'a', 'left', 'n1')).status, 200);
-  t.equal((await write(d.id, 'b', 'right', 'n2')).status, 200);
+  t.equal(p.status, 201, 'partition created');
+  t.equal((await write(d.id, 'a', 'left', 'n1')).status, 200, 'a write on the minority side');
+  t.equal((await write(d.id, 'b', 'right', 'n2')).status, 200, 'a write on the majority side');
   await sleep(100);
   const during = (await c.get(`${V}/clusters/${d.id}/convergence`)).body;
-  t.match(during, { cluster_id: d.id, converged: false, keys: 2, diverged_total: 2 });
+  t.match(during, { cluster_id: d.id, converged: false, keys: 2, diverged_total: 2 }, 'two keys diverged');
   const byKey = Object.fromEntries(during.diverged.map((x: any) => [x.key, x]));
   t.same(byKey.a.values, { n1: 'left', n2: null, n3: null }, 'each node\'s value of a');
   t.same(byKey.a.states, { n1: 'value', n2: 'absent', n3: 'absent' });
@@ -222,6 +239,9 @@ t.test('convergence lists diverged keys during a partition and converges after h
   t.match(inv, { ok: false, converged: false });
   t.match(inv.violations[0], /convergence: 2 of 2 keys differ/);
   t.equal((await c.del(`${V}/clusters/${d.id}/network/partition/${p.body.partition_id}`)).status, 204);
+  const ae = (await c.post(`${V}/clusters/${d.id}/anti-entropy`)).body;
+  t.match(ae, { total_keys: 2, converged_after: true, still_divergent: 0, method: 'merkle_exchange' }, 'an anti-entropy round brings the sides together');
+  t.equal(ae.reconciled, ae.divergent_keys, 'whatever still differed after the heal was reconciled');
   const healed = await eventually(async () => {
     const r = (await c.get(`${V}/clusters/${d.id}/convergence`)).body;
     return r.converged ? r : undefined;
@@ -237,7 +257,7 @@ t.test('convergence lists diverged keys during a partition and converges after h
 t.test('anti-entropy repairs corrupted leaderless replicas by exchanging only differing Merkle ranges', async (t) => {
   const d = await cluster({ strategy: 'leaderless', node_count: 5, quorum_n: 3, quorum_w: 2, quorum_r: 2 });
   const keys = Array.from({ length: 20 }, (_, i) => `item${i}`);
-  for (const k of keys) t.equal((await write(d.id, k, `good-${k}`)).status, 200);
+  for (const k of keys) t.equal((await write(d.id, k, `good-${k}`)).status, 200, `write ${k}`);
   const clean = await eventually(async () => {
     const r = (await c.get(`${V}/clusters/${d.id}/convergence`)).body;
     return r.converged && r.keys === keys.length ? r : undefined;
@@ -252,7 +272,7 @@ t.test('anti-entropy repairs corrupted leaderless replicas by exchanging only di
     t.equal(text(r.body.entry.value), `bad-${k}`);
   }
   const ae = await c.post(`${V}/clusters/${d.id}/anti-entropy`);
-  t.equal(ae.status, 200);
+  t.equal(ae.status, 200, 'the round answers');
   t.match(ae.body, { cluster_id: d.id, total_keys: keys.length, converged_after: true, still_divergent: 0, method: 'merkle_exchange' });
   t.ok(ae.body.divergent_keys >= 1, `divergent keys found (${ae.body.divergent_keys})`);
   t.equal(ae.body.reconciled, ae.body.divergent_keys, 'every divergent key reconciled');
@@ -265,8 +285,8 @@ t.test('anti-entropy repairs corrupted leaderless replicas by exchanging only di
 
 t.test('on single_leader anti-entropy reports the divergence and waits for the leader log to repair it', async (t) => {
   const d = await cluster({ strategy: 'single_leader', replication_mode: 'async', node_count: 3 });
-  t.equal((await c.post(`${V}/clusters/${d.id}/network/drop`, { from: 'n1', to: 'n3', rate: 1 })).status, 200);
-  for (const k of ['x', 'y', 'z']) t.equal((await write(d.id, k, k)).status, 200);
+  t.equal((await c.post(`${V}/clusters/${d.id}/network/drop`, { from: 'n1', to: 'n3', rate: 1 })).status, 200, 'everything n1 sends n3 is dropped');
+  for (const k of ['x', 'y', 'z']) t.equal((await write(d.id, k, k)).status, 200, `write ${k}`);
   await sleep(100);
   const stuck = (await c.post(`${V}/clusters/${d.id}/anti-entropy?wait_ms=300`)).body;
   t.match(stuck, { total_keys: 3, divergent_keys: 3, reconciled: 0, converged_after: false, still_divergent: 3, method: 'log_repair', rounds: 0 });
@@ -288,7 +308,7 @@ t.test('add-node changes a leaderless cluster with no quorum gap: every acknowle
 
   const d = await cluster({ strategy: 'leaderless', node_count: 5, quorum_n: 3, quorum_w: 2, quorum_r: 2 });
   const nodes = ['n1', 'n2', 'n3', 'n4', 'n5'];
-  for (let i = 0; i < 30; i++) t.equal((await write(d.id, `pre${i}`, `p${i}`, nodes[i % 5])).status, 200);
+  for (let i = 0; i < 30; i++) t.equal((await write(d.id, `pre${i}`, `p${i}`, nodes[i % 5])).status, 200, `preload pre${i}`);
   const acked = new Map<string, string>();
   const unreadable: string[] = [];
   let reads = 0;
@@ -321,8 +341,16 @@ t.test('add-node changes a leaderless cluster with no quorum gap: every acknowle
   t.ok(b.reconciled > 0, `the new node received its keys (${b.reconciled})`);
   t.ok(acked.size > 5 && reads > 5, `load ran during the change (${acked.size} writes acknowledged, ${reads} reads)`);
   t.same(unreadable, [], 'no acknowledged write was unreadable during the change');
-  for (const [key, value] of acked) t.equal(await valueOf(d.id, key), value, `${key} readable afterwards`);
-  for (let i = 0; i < 30; i++) t.equal(await valueOf(d.id, `pre${i}`, 'n6'), `p${i}`, `pre${i} readable through the new node`);
+  const expected: Array<[string, string, string]> = [...acked].map(([k, v], i) => [k, v, nodes[i % 5] as string]);
+  for (let i = 0; i < 30; i++) expected.push([`pre${i}`, `p${i}`, 'n6']);
+  const wrong: string[] = [];
+  for (let i = 0; i < expected.length; i += 16) {
+    await Promise.all(expected.slice(i, i + 16).map(async ([key, value, node]) => {
+      const got = await valueOf(d.id, key, node);
+      if (got !== value) wrong.push(`${key} at ${node}: ${got}`);
+    }));
+  }
+  t.same(wrong, [], `all ${expected.length} keys read back their acknowledged value afterwards, some through the new node`);
   const st = (await c.get(`${V}/clusters/${d.id}/state`)).body;
   t.match(st.config, { quorum_n: 4, quorum_w: 2, quorum_r: 3 }, 'the cluster shows the new quorum');
   t.ok(st.node_ids.includes('n6'));
@@ -336,3 +364,4 @@ t.test('add-node changes a leaderless cluster with no quorum gap: every acknowle
   t.match(inv.checks.quorum_overlap.detail, /N=4 W=2 R=3/);
   await drop(d.id);
 });
+
