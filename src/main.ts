@@ -7,6 +7,7 @@
  */
 import { createLogger } from './util/logger.js';
 import { initTracing, shutdownTracing } from './tracing/tracing.js';
+import { startProfiler } from './profiler/index.js';
 
 interface Running {
   name: string;
@@ -18,6 +19,17 @@ const env = process.env;
 const host = env['HOST'] ?? '0.0.0.0';
 const running: Running[] = [];
 await initTracing('simlab');
+const profilerAddr = env['PROFILER_ADDR'];
+if (profilerAddr) {
+  try {
+    const profiler = await startProfiler(profilerAddr, logger);
+    running.push({ name: 'profiler', close: profiler.close });
+    console.log(`${'profiler'.padEnd(22)} http://${profilerAddr.replace(/:0$/, `:${profiler.port}`)}/debug/pprof (loopback only)`);
+  } catch (err) {
+    logger.error({ err }, 'profiler refused to start');
+    process.exit(1);
+  }
+}
 
 type Starter = (opts: Record<string, unknown>) => Promise<{ port: number; proxyPort?: number; close: () => Promise<void> | void }>;
 
