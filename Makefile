@@ -42,5 +42,20 @@ sim: build
 sim-long: build
 	node dist/src/replication/swarm/cli.js --runs 100000 --strategy $(STRATEGY)
 
+# Property-based hostile-input fuzzing of every endpoint, many more cases than make test runs.
+FUZZ_RUNS ?= 2000
+fuzz: build
+	FUZZ_RUNS=$(FUZZ_RUNS) node scripts/run-tests.mjs test/fuzz/
+
+# Fixed-concurrency load on each service (wrk), throughput and latency percentiles. Loopback only.
+load: build wrk
+	node dist/benchmarks/load.js
+
+# Mixed traffic with partitions, pauses and latency toggled, then heal and check convergence and
+# that RSS and worker threads return to steady state. make soak DURATION=600 (seconds).
+DURATION ?= 600
+soak: build
+	DURATION=$(DURATION) node dist/benchmarks/soak.js
+
 clean:
 	rm -rf dist .tap
