@@ -516,9 +516,10 @@ function generate(rng: Rng, modelName: ModelName, n: number, keys: number, sprea
       input = [expected, pick()];
       output = expected === state;
     }
+    // Real-valued offsets: no two events share a time, so prefixes by time are unambiguous.
     const point = (i + 1) * 10;
-    const invokeTime = point - rng.int(spread);
-    const completeTime = status === 'ok' ? point + rng.int(spread) : undefined;
+    const invokeTime = point - rng.next() * spread;
+    const completeTime = status === 'ok' ? point + rng.next() * spread : undefined;
     const o: HistoryOp = { client: i, key, kind, input, output: status === 'ok' ? output : null, invokeTime, completeTime, status };
     if (applied) {
       const next = model.step(state, o);
@@ -585,6 +586,20 @@ t.test('histories of real sequential executions are always linearizable', async 
   t.equal(checked, 300, 'every seed was checked');
 });
 
+/**
+ * The history as seen just before time `end`: ops invoked before it; those not completed before
+ * it are pending (unknown outcome), except `keep`, which completes as recorded.
+ */
+function prefixBefore(history: readonly HistoryOp[], end: number, keep?: HistoryOp): HistoryOp[] {
+  return history
+    .filter((o) => o.invokeTime < end)
+    .map((o) =>
+      o === keep || (o.status === 'ok' && (o.completeTime as number) < end)
+        ? o
+        : { ...o, status: o.status === 'fail' ? 'fail' : 'info', output: null, completeTime: undefined },
+    );
+}
+
 t.test('corrupted small histories get the brute-force verdict, and their explanations hold', async (t) => {
   const names: ModelName[] = ['register', 'cas-register', 'kv'];
   let rejected = 0;
@@ -603,12 +618,57 @@ t.test('corrupted small histories get the brute-force verdict, and their explana
     }
     if (result.verdict === 'not-linearizable') {
       rejected++;
-      const problem = checkPrefix(history, models[name], result.violation);
+      const v = result.violation;
+      const problem = checkPrefix(history, models[name], v);
       if (problem !== undefined) t.fail(`seed ${seed} (${name}): ${problem}`);
+      // Minimality, by brute force on the failing key: linearizable up to the culprit's
+      // completion, and not once it completes.
+      const keyOps = history.filter((o) => o.key === v.key);
+      if (!bruteForce(prefixBefore(keyOps, v.prefixEndTime), models[name])) {
+        t.fail(`seed ${seed} (${name}): the prefix before ${v.prefixEndTime} is not linearizable: a shorter explanation exists`);
+      }
+      if (bruteForce(prefixBefore(keyOps, v.prefixEndTime, v.op), models[name])) {
+        t.fail(`seed ${seed} (${name}): the prefix up to the culprit's completion is linearizable: it is not the culprit`);
+      }
+      if (!v.minimal) t.fail(`seed ${seed} (${name}): without a budget the explanation must be minimal`);
     } else {
       stillLinearizable++;
     }
   }
   t.equal(disagreements, 0, 'the checker agrees with brute force on every seed');
   t.ok(rejected > 150, `most corruptions are caught (${rejected} rejected, ${stillLinearizable} genuinely linearizable)`);
+});
+
+t.test('growth pruning never changes a kv verdict or its explanation', async (t) => {
+  // The kv model without its grows/canGrowInto hooks runs the plain search.
+  const plain: Model = { ...models.kv, grows: undefined, canGrowInto: undefined };
+  let differences = 0;
+  let rejected = 0;
+  for (let seed = 1; seed <= 150; seed++) {
+    const rng = new SeededRng(seed * 104729);
+    const g = generate(rng, 'kv', rng.range(10, 30), 1, rng.range(20, 60));
+    const history = rng.chance(0.7) ? (corrupt(rng, g, 'kv') ?? g.history) : g.history;
+    const pruned = checkHistory(history, models.kv);
+    const reference = checkHistory(history, plain);
+    const same = pruned.verdict === reference.verdict &&
+      (pruned.verdict !== 'not-linearizable' || reference.verdict !== 'not-linearizable' ||
+        (pruned.violation.opIndex === reference.violation.opIndex && pruned.violation.prefixEndTime === reference.violation.prefixEndTime));
+    if (!same) {
+      differences++;
+      t.fail(`seed ${seed}: pruned ${JSON.stringify(pruned.verdict === 'not-linearizable' ? pruned.violation.opIndex : pruned.verdict)}, plain ${JSON.stringify(reference.verdict === 'not-linearizable' ? reference.violation.opIndex : reference.verdict)}`);
+    }
+    if (pruned.verdict === 'not-linearizable') rejected++;
+  }
+  // And on recorded data, where the pruned search's own frontier falls short on some keys.
+  const parsed = parseHistory(readFileSync(path.join(historiesDir, 'kv/c10-bad.txt'), 'utf8'));
+  if (!parsed.ok) return t.fail(parsed.error);
+  for (const key of new Set(parsed.history.map((o) => o.key))) {
+    const ops = parsed.history.filter((o) => o.key === key);
+    const a = checkHistory(ops, models.kv);
+    const b = checkHistory(ops, plain);
+    const culprit = (r: CheckResult): string => (r.verdict === 'not-linearizable' ? `${r.violation.opIndex}@${r.violation.prefixEndTime}` : r.verdict);
+    t.equal(culprit(a), culprit(b), `c10-bad key ${key}: same verdict and culprit`);
+  }
+  t.equal(differences, 0, 'pruned and plain search agree on every seed');
+  t.ok(rejected > 30, `${rejected} of the histories were violations`);
 });

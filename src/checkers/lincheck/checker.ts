@@ -43,6 +43,11 @@ export interface Violation {
   readonly prefixEndTime: number;
   readonly linearization: readonly number[];
   readonly stateAfter: ModelState;
+  /**
+   * True when the prefix is confirmed the longest linearizable one. False only when the time
+   * budget ran out while confirming it (the verdict itself is certain either way).
+   */
+  readonly minimal: boolean;
   readonly message: string;
 }
 
@@ -110,8 +115,8 @@ const SLICE_STEPS = 1 << 12;
 /**
  * Checks `history` against `model`, one key at a time (P-compositionality: a history of
  * independent keys is linearizable exactly when each key's part is). The keys' searches take
- * turns in fixed slices (round robin), so a violation in any key ends the check as soon as it is found, as a
- * parallel checker would, yet the run stays deterministic.
+ * turns in fixed slices (round robin), so a violation in any key ends the check as soon as it
+ * is found, as a parallel checker would, yet the run stays deterministic.
  */
 export function checkHistory(history: History, model: Model, options: CheckOptions = {}): CheckResult {
   const problems = validateHistory(history, model);
@@ -119,7 +124,7 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
   if (problems.length > 0) {
     return { verdict: 'unknown', reason: 'invalid-history', note: problems.join('; '), stats };
   }
-  interface Job { key: string; search: KeySearch; ops: HistoryOp[]; historyIndex: number[]; counted: number }
+  interface Job extends KeyJob { counted: number }
   const running: Job[] = [];
   for (const { key, indices } of partitionByKey(history)) {
     // Jepsen's rules: a failed op never happened; an unknown-outcome op that cannot change the
@@ -152,7 +157,8 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
     const status = job.search.run(SLICE_STEPS);
     if (status === 'violation') {
       tally();
-      return { verdict: 'not-linearizable', violation: toViolation(job, job.search.frontier()), stats };
+      const { frontier, minimal } = longestPrefix(job, job.search.frontier(), model, budget, configurationsMax);
+      return { verdict: 'not-linearizable', violation: toViolation(job, frontier, minimal), stats };
     }
     if (status === 'linearizable') {
       running.splice(cursor, 1);
@@ -176,10 +182,89 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
   return { verdict: 'linearizable', stats };
 }
 
-function toViolation(
-  job: { key: string; ops: HistoryOp[]; historyIndex: number[] },
-  frontier: Frontier,
-): Violation {
+interface KeyJob {
+  readonly key: string;
+  readonly search: KeySearch;
+  readonly ops: HistoryOp[];
+  readonly historyIndex: number[];
+}
+
+/**
+ * The longest linearizable prefix of a failing key's history. The search's own frontier is exact
+ * unless the model's growth pruning cut configurations short; then it is a lower bound, and the
+ * prefixes that end just before each later completion are checked (a prefix leaves every op it
+ * has not seen complete pending, i.e. of unknown outcome) until the first that is not
+ * linearizable: one check when the bound was already right, a binary search otherwise.
+ */
+function longestPrefix(
+  job: KeyJob,
+  found: Frontier,
+  model: Model,
+  budget: Budget | undefined,
+  configurationsMax: number,
+): { frontier: Frontier; minimal: boolean } {
+  if (found.exact) return { frontier: found, minimal: true };
+  const search = job.search;
+  const returns: Array<{ node: number; op: number }> = [];
+  for (let op = 0; op < job.ops.length; op++) {
+    const node = search.returnNodeOf(op);
+    if (node >= 0) returns.push({ node, op });
+  }
+  returns.sort((a, b) => a.node - b.node);
+
+  /** Checks the prefix before the t-th completion; its linearization when it is linearizable. */
+  const probe = (t: number): Frontier | 'violation' | 'gave-up' => {
+    const cut = (returns[t] as { node: number }).node;
+    const ops: HistoryOp[] = [];
+    const local: number[] = [];
+    for (let op = 0; op < job.ops.length; op++) {
+      const call = search.callNodeOf(op);
+      if (call > cut) continue;
+      const o = job.ops[op] as HistoryOp;
+      const ret = search.returnNodeOf(op);
+      // Event positions as times keep the original order, ties included.
+      if (o.status === 'ok' && ret < cut) {
+        ops.push({ ...o, invokeTime: call, completeTime: ret });
+      } else if (!model.readOnly(o)) {
+        ops.push({ ...o, status: 'info', output: null, invokeTime: call, completeTime: undefined });
+      } else {
+        continue;
+      }
+      local.push(op);
+    }
+    const prefix = new KeySearch(ops, model);
+    for (;;) {
+      const status = prefix.run(SLICE_STEPS);
+      if (status === 'violation') return 'violation';
+      if (status === 'linearizable') {
+        const { linearization, state } = prefix.witness();
+        return { culprit: (returns[t] as { op: number }).op, linearization: linearization.map((i) => local[i] as number), state, exact: true };
+      }
+      if ((budget !== undefined && budget.now() > budget.deadline) || prefix.configurations > configurationsMax) return 'gave-up';
+    }
+  };
+
+  // Invariant: the prefix before completion `lo` is linearizable (witness `best`), and the one
+  // before completion `hi` (or the whole history, hi = returns.length) is not.
+  let lo = returns.findIndex((r) => r.op === found.culprit);
+  let best: Frontier = found;
+  let hi = returns.length;
+  let next = lo + 1; // first confirm the bound, then bisect
+  while (hi - lo > 1) {
+    const outcome = probe(next);
+    if (outcome === 'gave-up') return { frontier: best, minimal: false };
+    if (outcome === 'violation') {
+      hi = next;
+    } else {
+      lo = next;
+      best = outcome;
+    }
+    next = (lo + hi) >>> 1;
+  }
+  return { frontier: { ...best, culprit: (returns[lo] as { op: number }).op }, minimal: true };
+}
+
+function toViolation(job: KeyJob, frontier: Frontier, minimal: boolean): Violation {
   const op = job.ops[frontier.culprit] as HistoryOp;
   const prefixEndTime = op.completeTime as number;
   const linearization = frontier.linearization.map((local) => job.historyIndex[local] as number);
@@ -190,17 +275,19 @@ function toViolation(
     prefixEndTime,
     linearization,
     stateAfter: frontier.state,
-    message: explain(op, prefixEndTime, linearization.length, frontier.state),
+    minimal,
+    message: explain(op, prefixEndTime, linearization.length, frontier.state, minimal),
   };
 }
 
-function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelState): string {
+function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelState, minimal: boolean): string {
   const state = stateAfter === null ? 'nil' : JSON.stringify(stateAfter);
+  const caveat = minimal ? '' : ' (The time budget ran out before this was confirmed to be the earliest such operation.)';
   return (
     `${describeOp(op)} ${describeInterval(op)} cannot be linearized. ` +
     `The history up to its completion at ${end} is linearizable ` +
     `(for example ${placed} operations in a legal order, leaving the state ${state}), ` +
-    `but no legal order of the operations before that point can be followed by this one.`
+    `but no legal order of the operations before that point can be followed by this one.${caveat}`
   );
 }
 

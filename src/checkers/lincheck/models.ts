@@ -29,6 +29,14 @@ export interface Model<S extends ModelState = ModelState> {
    * and linearizes them greedily as soon as they are legal (it never needs to delay one).
    */
   readOnly(op: HistoryOp): boolean;
+  /**
+   * Optional pruning, for models where some ops only ever extend the state (kv's append).
+   * `grows(op)`: every step of `op` extends the state. `canGrowInto(state, op)`: some sequence
+   * of growing steps could make the read-only `op` legal from `state`. With both, the checker
+   * abandons a configuration as soon as a pending read can no longer be satisfied.
+   */
+  grows?(op: HistoryOp): boolean;
+  canGrowInto?(state: S, op: HistoryOp): boolean;
 }
 
 function writeValue(op: HistoryOp): Value {
@@ -103,6 +111,9 @@ export const kvModel: Model<string> = {
     }
   },
   readOnly: (op) => op.kind === 'read',
+  // Appends only extend the string: a read of v stays possible only while v starts with it.
+  grows: (op) => op.kind === 'append',
+  canGrowInto: (state, op) => typeof op.output === 'string' && op.output.startsWith(state),
 };
 
 export type ModelName = 'register' | 'cas-register' | 'kv';

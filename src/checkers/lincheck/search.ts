@@ -20,6 +20,8 @@ export interface Frontier {
   readonly culprit: number;
   readonly linearization: readonly number[];
   readonly state: ModelState;
+  /** False when it may fall short of the longest linearizable prefix (see KeySearch.frontier). */
+  readonly exact: boolean;
 }
 
 /** Zobrist codes, one random 32-bit word per operation slot, from a fixed seed (deterministic). */
@@ -189,8 +191,8 @@ class Transitions {
   }
 }
 
-/** What the loop does next: look for a legal read-only op, scan candidates, or undo a step. */
-const READS = 0;
+/** What the loop does next: enter a new configuration, try its next candidate, or undo a step. */
+const ENTER = 0;
 const SCAN = 1;
 const BACKTRACK = 2;
 
@@ -206,9 +208,10 @@ export class KeySearch {
   private readonly nodeOp: Int32Array;
   private readonly callNode: Int32Array;
   private readonly returnNode: Int32Array;
+  /** Order in which candidates are tried: by completion (earliest deadline first), info ops last. */
+  private readonly rank: Int32Array;
   private readonly isOk: Uint8Array;
   private readonly readOnly: Uint8Array;
-  private readonly tail: number;
   private readonly bits: Uint32Array;
   private readonly codes: Int32Array;
   private readonly cache: ConfigCache;
@@ -217,14 +220,26 @@ export class KeySearch {
   private readonly stackState: Int32Array;
   /** 1 when the step was a read-only op taken greedily: undoing it undoes its parent too. */
   private readonly stackForced: Uint8Array;
+  /** Per depth: the configuration's candidates in `candidates`, [start, end), and the next to try. */
+  private readonly candStart: Int32Array;
+  private readonly candEnd: Int32Array;
+  private readonly candNext: Int32Array;
+  private candidates = new Int32Array(256);
+  /** The model's growth pruning (see Model.grows): resets are the state-changing ops that do not grow. */
+  private readonly canGrowInto: ((state: ModelState, op: HistoryOp) => boolean) | undefined;
+  private readonly ops: readonly HistoryOp[];
+  /** Reset ops sorted by call; resetIndex[op] is op's place there, or -1. */
+  private readonly resets: Int32Array;
+  private readonly resetIndex: Int32Array;
+  /** No reset before this index in `resets` is unlinearized (advanced lazily). */
+  private firstReset = 0;
 
   private status: SearchStatus = 'running';
   private state: number;
   private zhash = 0;
   private depth = 0;
   private okLeft: number;
-  private node: number;
-  private phase = READS;
+  private phase = ENTER;
   private bestFrontier = 0;
   private bestLinearization: number[] = [];
   private bestState: number;
@@ -259,7 +274,6 @@ export class KeySearch {
 
     // Nodes: 0 the head, 1..E the events in time order, E+1 the tail.
     const E = events.length;
-    this.tail = E + 1;
     this.next = new Int32Array(E + 2);
     this.prev = new Int32Array(E + 2);
     this.nodeOp = new Int32Array(E + 2);
@@ -275,10 +289,29 @@ export class KeySearch {
         this.returnNode[e - n] = k + 1;
       }
     }
-    for (let node = 0; node <= this.tail; node++) {
+    for (let node = 0; node <= E + 1; node++) {
       this.next[node] = node + 1;
       this.prev[node] = node - 1;
     }
+    this.rank = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      this.rank[i] = this.isOk[i] === 1 ? (this.returnNode[i] as number) : E + 2 + (this.callNode[i] as number);
+    }
+
+    this.ops = ops;
+    this.canGrowInto = model.grows !== undefined && model.canGrowInto !== undefined
+      ? model.canGrowInto.bind(model)
+      : undefined;
+    const resets: number[] = [];
+    if (model.grows !== undefined) {
+      for (let i = 0; i < n; i++) if (this.readOnly[i] === 0 && !model.grows(ops[i] as HistoryOp)) resets.push(i);
+    }
+    resets.sort((a, b) => (this.callNode[a] as number) - (this.callNode[b] as number));
+    this.resets = Int32Array.from(resets);
+    this.resetIndex = new Int32Array(n).fill(-1);
+    resets.forEach((op, k) => {
+      this.resetIndex[op] = k;
+    });
 
     this.bits = new Uint32Array((n + 31) >>> 5);
     this.codes = zobristCodes(n);
@@ -287,9 +320,11 @@ export class KeySearch {
     this.stackOp = new Int32Array(n);
     this.stackState = new Int32Array(n);
     this.stackForced = new Uint8Array(n);
+    this.candStart = new Int32Array(n + 1);
+    this.candEnd = new Int32Array(n + 1);
+    this.candNext = new Int32Array(n + 1);
     this.state = this.transitions.intern(model.init());
     this.bestState = this.state;
-    this.node = this.next[0] as number;
     // An info op may never take effect: with no ok op there is nothing to order.
     if (okCount === 0) this.status = 'linearizable';
   }
@@ -298,23 +333,51 @@ export class KeySearch {
     return this.cache.size;
   }
 
-  /** Where the search got deepest; meaningful once the status is 'violation'. */
+  /** Position of op's call in the time-ordered event list (1-based; comparable with returnNodeOf). */
+  callNodeOf(op: number): number {
+    return this.callNode[op] as number;
+  }
+
+  /** Position of op's return in the event list, or -1 for an op whose outcome is unknown. */
+  returnNodeOf(op: number): number {
+    return this.returnNode[op] as number;
+  }
+
+  /** The linearization found (local op indices) and its final state; once the status is 'linearizable'. */
+  witness(): { linearization: number[]; state: ModelState } {
+    invariant(this.status === 'linearizable', 'no linearization to show');
+    return {
+      linearization: Array.from(this.stackOp.subarray(0, this.depth)),
+      state: this.transitions.states[this.state] as ModelState,
+    };
+  }
+
+  /**
+   * Where the search got farthest; once the status is 'violation'. Exact (the longest
+   * linearizable prefix) unless the model's growth pruning cut configurations short: a pruned
+   * configuration could still have been extended, so then it is a lower bound.
+   */
   frontier(): Frontier {
     const culprit = ~(this.nodeOp[this.bestFrontier] as number);
+    const exact = this.canGrowInto === undefined;
     invariant(this.status === 'violation' && culprit >= 0 && culprit < this.n, 'no violation to explain');
     return {
       culprit,
       linearization: this.bestLinearization,
       state: this.transitions.states[this.bestState] as ModelState,
+      exact,
     };
   }
 
-  /** Runs up to `quota` loop steps; returns the status reached. */
+  /** Runs up to `quota` loop steps (about one configuration each); returns the status reached. */
   run(quota: number): SearchStatus {
     if (this.status !== 'running') return this.status;
-    const { next, prev, nodeOp, callNode, returnNode, isOk, readOnly, bits, codes, cache, transitions } = this;
-    const { stackOp, stackState, stackForced, tail } = this;
-    let { state, zhash, depth, okLeft, node, phase } = this;
+    const { next, prev, nodeOp, callNode, returnNode, rank, isOk, readOnly, bits, codes, cache, transitions } = this;
+    const { stackOp, stackState, stackForced, candStart, candEnd, candNext } = this;
+    const { canGrowInto, ops, resets, resetIndex } = this;
+    let candidates = this.candidates;
+    let { state, zhash, depth, okLeft, phase, firstReset } = this;
+    const isLinearized = (op: number): boolean => ((bits[op >>> 5] as number) & (1 << (op & 31))) !== 0;
     let steps = 0;
 
     const lift = (op: number): void => {
@@ -360,67 +423,107 @@ export class KeySearch {
 
     for (;;) {
       if (++steps > quota) break;
-      if (phase === READS) {
-        // Greedy rule for read-only ops: one that is legal now can go next without loss, since
-        // dropping it from any later linearization leaves every other step legal. So it is the
-        // only move tried here.
-        const v = nodeOp[node] as number;
-        if (v < 0 || node === tail) {
-          phase = SCAN;
-          node = next[0] as number;
-          continue;
+      if (phase === ENTER) {
+        if (okLeft === 0) {
+          this.status = 'linearizable';
+          break;
         }
-        if (readOnly[v] === 1) {
-          const to = transitions.step(state, v);
-          if (to >= 0) {
-            invariant(to === state, 'a read-only operation changed the model state');
-            if (!push(v, to, 1)) {
-              phase = BACKTRACK; // the same configuration plus this read was explored and failed
-              continue;
-            }
-            if (okLeft === 0) {
-              this.status = 'linearizable';
-              break;
-            }
-            node = next[0] as number;
-            continue;
+        // The candidates: the calls before the first remaining return (the frontier).
+        const start = depth === 0 ? 0 : (candEnd[depth - 1] as number);
+        let end = start;
+        let node = next[0] as number;
+        let v = nodeOp[node] as number;
+        while (v >= 0) {
+          if (end === candidates.length) {
+            const grown = new Int32Array(candidates.length * 2);
+            grown.set(candidates);
+            candidates = grown;
+            this.candidates = grown;
           }
-        }
-        node = next[node] as number;
-        continue;
-      }
-      if (phase === SCAN) {
-        invariant(node !== tail, 'the search ran past the last return with ok operations left');
-        const v = nodeOp[node] as number;
-        if (v >= 0) {
-          // Read-only ops here were found illegal by the READS pass for this configuration.
-          // An unknown-outcome op that would change nothing here is not tried: leaving it out
-          // (it may never have happened) keeps every later step legal, so it cannot help.
-          if (readOnly[v] === 0) {
-            const to = transitions.step(state, v);
-            if (to >= 0 && (to !== state || isOk[v] === 1) && push(v, to, 0)) {
-              if (okLeft === 0) {
-                this.status = 'linearizable';
-                break;
-              }
-              phase = READS;
-              node = next[0] as number;
-              continue;
-            }
-          }
+          candidates[end++] = v;
           node = next[node] as number;
-          continue;
+          v = nodeOp[node] as number;
         }
-        // The first remaining return: its op cannot go next from here.
+        // Everything before the frontier is linearized by this configuration: remember the
+        // farthest frontier, it bounds the longest linearizable prefix of the history.
         if (node > this.bestFrontier) {
           this.bestFrontier = node;
           this.bestLinearization = Array.from(stackOp.subarray(0, depth));
           this.bestState = state;
         }
-        phase = BACKTRACK;
+        candStart[depth] = start;
+        candEnd[depth] = start;
+        candNext[depth] = start;
+        // Greedy rule for read-only ops: one that is legal now can go next without loss, since
+        // dropping it from any later linearization leaves every other step legal. So it is the
+        // only move tried from here.
+        let forced = -1;
+        let dead = false;
+        let resetCall = -1; // call node of the first unlinearized reset, computed when needed
+        for (let k = start; k < end; k++) {
+          const op = candidates[k] as number;
+          if (readOnly[op] === 0) continue;
+          if (transitions.step(state, op) === state) {
+            forced = op;
+            break;
+          }
+          // Growth pruning: until its completion this read can only be preceded by ops called
+          // before that; if none of them is a reset, the state can only grow, and must grow into
+          // what the read returned.
+          if (canGrowInto !== undefined && isOk[op] === 1) {
+            if (resetCall < 0) {
+              while (firstReset < resets.length && isLinearized(resets[firstReset] as number)) firstReset++;
+              resetCall = firstReset < resets.length ? (callNode[resets[firstReset] as number] as number) : 0x7fffffff;
+            }
+            if (resetCall > (returnNode[op] as number) && !canGrowInto(transitions.states[state] as ModelState, ops[op] as HistoryOp)) {
+              dead = true;
+              break;
+            }
+          }
+        }
+        if (dead) {
+          phase = BACKTRACK;
+          continue;
+        }
+        if (forced >= 0) {
+          if (push(forced, state, 1)) continue; // phase stays ENTER
+          phase = BACKTRACK; // this configuration plus that read was explored already, and failed
+          continue;
+        }
+        // Otherwise try the state-changing candidates, earliest deadline first: an op that must
+        // complete soon is the likeliest to go next, a slow one is placed when a read needs it.
+        // (Read-only candidates were just found illegal here.)
+        let kept = start;
+        for (let k = start; k < end; k++) {
+          const op = candidates[k] as number;
+          if (readOnly[op] === 1) continue;
+          const r = rank[op] as number;
+          let j = kept++;
+          while (j > start && (rank[candidates[j - 1] as number] as number) > r) {
+            candidates[j] = candidates[j - 1] as number;
+            j--;
+          }
+          candidates[j] = op;
+        }
+        candEnd[depth] = kept;
+        phase = SCAN;
         continue;
       }
-      // BACKTRACK: undo the last step, then resume its parent's scan after that op's call.
+      if (phase === SCAN) {
+        const k = candNext[depth] as number;
+        if (k === candEnd[depth]) {
+          phase = BACKTRACK; // every candidate tried: nothing more can go next from here
+          continue;
+        }
+        candNext[depth] = k + 1;
+        const op = candidates[k] as number;
+        const to = transitions.step(state, op);
+        // An unknown-outcome op that would change nothing here is not tried: leaving it out
+        // (it may never have happened) keeps every later step legal, so it cannot help.
+        if (to >= 0 && (to !== state || isOk[op] === 1) && push(op, to, 0)) phase = ENTER;
+        continue;
+      }
+      // BACKTRACK: undo the last step and go on with its parent's remaining candidates.
       if (depth === 0) {
         this.status = 'violation';
         break;
@@ -433,19 +536,18 @@ export class KeySearch {
       zhash ^= codes[op] as number;
       unlift(op);
       okLeft += isOk[op] as number;
-      if (stackForced[depth] === 0) {
-        phase = SCAN;
-        node = next[callNode[op] as number] as number;
-      }
-      // A forced step was the parent's only move: keep undoing.
+      const ri = resetIndex[op] as number;
+      if (ri >= 0 && ri < firstReset) firstReset = ri;
+      // A forced step was its parent's only move: keep undoing.
+      if (stackForced[depth] === 0) phase = SCAN;
     }
 
     this.state = state;
     this.zhash = zhash;
     this.depth = depth;
     this.okLeft = okLeft;
-    this.node = node;
     this.phase = phase;
+    this.firstReset = firstReset;
     return this.status;
   }
 }
