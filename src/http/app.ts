@@ -74,6 +74,11 @@ export interface RouteOptions {
   bodyOptional?: boolean;
   /** Read the body but do not parse it as JSON (proxies). */
   rawBody?: boolean;
+  /**
+   * Runs before the body is parsed and validated (authentication): a result answers at once, so
+   * a request without a valid token gets 401, not a 400 about its body.
+   */
+  before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
 }
 
 interface RouteEntry {
@@ -102,6 +107,8 @@ export interface HttpAppOptions {
   logger: Logger;
   cors?: CorsOptions | false;
   bodyLimitBytes?: number;
+  /** Runs before every route's own `before` hook and body parsing (e.g. service-wide auth). */
+  before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
   /** Called after every request with its status (metrics). Keep it cheap. */
   onResponse?: (method: string, status: number) => void;
 }
@@ -358,6 +365,19 @@ export class HttpApp {
       return;
     }
     const route = entry;
+    for (const hook of [this.opts.before, route.opts.before]) {
+      if (!hook) continue;
+      let early: HttpResult | undefined;
+      try {
+        early = hook(request as HttpRequest<undefined>);
+      } catch (err) {
+        early = this.errorResult(err, request);
+      }
+      if (early) {
+        this.send(res, state, early, cors, method, bodyMethods.has(method) && headers['content-length'] !== '0');
+        return;
+      }
+    }
     if (!bodyMethods.has(method)) {
       this.runHandler(res, state, route, request, cors);
       return;
@@ -523,7 +543,10 @@ export class HttpApp {
           pending.push(chunk);
           pendingBytes += Buffer.byteLength(chunk);
           if (pendingBytes > entry.maxBufferedBytes) {
-            endNow();
+            // A stalled client: close the socket at once so its queued bytes are freed now,
+            // rather than ending gracefully and holding them until it reads or times out.
+            if (!state.aborted && !closed) res.close();
+            finish();
             return false;
           }
           return true;

@@ -21,6 +21,10 @@ t.test('the adapter routes, validates and answers in JSON', async (t) => {
     if (req.params['id'] === 'missing') throw new HttpError(404, 'thing missing not found');
     return { status: 204 };
   });
+  app.post('/guarded', () => ({ status: 200, body: { ok: true } }), {
+    body: Body,
+    before: (req) => (req.headers['authorization'] === 'Bearer yes' ? undefined : { status: 401, body: { error: 'missing token' } }),
+  });
   app.get('/boom', () => {
     throw new Error('kaboom');
   });
@@ -61,6 +65,9 @@ t.test('the adapter routes, validates and answers in JSON', async (t) => {
     { name: 'a 204 has no body', run: () => c.del('/things/x'), status: 204 },
     { name: 'an unexpected exception is a 500 without details', run: () => c.get('/boom'), status: 500, error: /internal server error/ },
     { name: 'an async handler answers', run: () => c.get('/slow'), status: 200, body: { slow: true } },
+    { name: 'a before hook answers 401 before the body is validated', run: () => c.post('/guarded', '{"bad json'), status: 401, error: /missing token/ },
+    { name: 'past the before hook the body is validated', run: () => c.post('/guarded', {}, { authorization: 'Bearer yes' }), status: 400, error: /key: is required/ },
+    { name: 'past the before hook a valid body reaches the handler', run: () => c.post('/guarded', { key: 'k' }, { authorization: 'Bearer yes' }), status: 200, body: { ok: true } },
   ];
   for (const tc of cases) {
     const r = (await tc.run()) as { status: number; body: any; headers: Record<string, unknown> };
