@@ -13,6 +13,9 @@ import { addNodePlan, quorumOverlap, transitionOverlaps, type Quorum } from '../
 import { compareReplicas, compareTrees, merkleTree, replicaTree } from '../../src/replication/checkers/convergence.js';
 import { merkleBuckets, merkleRoot } from '../../src/replication/dynamo/merkle.js';
 import { preferenceList } from '../../src/replication/dynamo/ring.js';
+import { createLeaderlessCore } from '../../src/replication/cores/leaderless.js';
+import { defaultTimings, type ClusterConfig } from '../../src/replication/core.js';
+import { SeededRng } from '../../src/util/rng.js';
 
 // ------------------------------------------------------------------ pure parts
 
@@ -103,6 +106,29 @@ t.test('the add-node plan widens, joins and narrows with every neighbouring pair
   }
   t.notOk(transitionOverlaps([3, 2, 2], [3, 2, 2], 5, true), 'adding a node under the old quorum alone leaves a gap');
   t.notOk(transitionOverlaps([3, 2, 2], [4, 2, 2], 5, false), 'raising N without raising W or R leaves a gap');
+});
+
+t.test('the leaderless set_quorum control accepts only quorums that overlap themselves', async (t) => {
+  const config: ClusterConfig = {
+    strategy: 'leaderless', node_count: 5, replication_mode: 'async', conflict_resolver: 'lww', quorum_n: 3, quorum_w: 2, quorum_r: 2,
+    regions: 1, inter_region_latency_ms: 80, consistency_level: 'quorum', read_repair_mode: 'async', sloppy_quorum: true,
+  };
+  const core = createLeaderlessCore({ id: 'n1', cluster_id: 'c', peers: ['n1', 'n2', 'n3', 'n4', 'n5'], config, timings: defaultTimings, rng: new SeededRng(1), now: 0 });
+  const set = (args: unknown) => core.control({ kind: 'custom', name: 'set_quorum', args }, 1);
+  const cases: Array<{ args: unknown; ok: boolean; error?: RegExp }> = [
+    { args: { n: 4, w: 3, r: 3 }, ok: true },
+    { args: { n: 4, w: 2, r: 2 }, ok: false, error: /W \+ R > N/ },
+    { args: { n: 3, w: 4, r: 1 }, ok: false, error: /at most n/ },
+    { args: { n: 3, w: 2 }, ok: false, error: /positive integers/ },
+    { args: { n: 4, w: 2, r: 3 }, ok: true },
+  ];
+  for (const c of cases) {
+    const r = set(c.args);
+    t.equal(r.ok, c.ok, `set_quorum ${JSON.stringify(c.args)}`);
+    if (c.error) t.match(r.error, c.error, 'with a reason');
+  }
+  t.same(core.control({ kind: 'custom', name: 'quorum' }, 2).data, { n: 4, w: 2, r: 3 }, 'the last accepted quorum is in force');
+  t.equal(config.quorum_n, 3, 'the shared config object is not changed (each core keeps a copy)');
 });
 
 t.test('Merkle trees are compared top-down, descending only into differing subtrees', async (t) => {

@@ -5,7 +5,8 @@
  * HLC timestamp, ties by node id; tombstones win over older values and are repaired like values).
  * Around that: sloppy quorums with hinted handoff, read repair (async, sync, digest), region-aware
  * consistency levels, a phi-accrual failure detector fed by heartbeats, Merkle anti-entropy between
- * replicas, and key streaming when membership changes.
+ * replicas, and key streaming when membership changes. N/W/R can be changed at run time
+ * (custom control `set_quorum`), which the checkers' safe add-node uses to widen and narrow quorums.
  * Not a consensus protocol: concurrent writes are settled by last-writer-wins, not ordered.
  *
  * Replica groups (one per region for local_quorum/each_quorum, else one): in region r the key's
