@@ -21,13 +21,14 @@ export interface Budget {
 export interface CheckOptions {
   readonly budget?: Budget | undefined;
   /**
-   * Cap on memoized configurations over all keys (memory: about 12 bytes plus 4 per 32 ops of
-   * the key each); past it the verdict is `unknown` with reason `limit`. Default 20 million.
+   * Cap on memoized configurations over all keys; past it the verdict is `unknown` with reason
+   * `limit`. Each costs about 24 bytes plus 4 per 32 operations of its key, so the default
+   * (4 million) bounds the memo near 150 MB for keys of a few hundred operations.
    */
   readonly configurationsMax?: number | undefined;
 }
 
-export const defaultConfigurationsMax = 20_000_000;
+export const defaultConfigurationsMax = 4_000_000;
 
 /**
  * The minimal explanation of a violation: the history up to (not including) the completion of
