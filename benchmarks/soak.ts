@@ -13,6 +13,7 @@
  * deadline after healing, default 60). The last stdout line is a JSON summary.
  */
 import { readFileSync } from 'node:fs';
+import { unreachable } from '../src/util/assert.js';
 import { SeededRng, type Rng } from '../src/util/rng.js';
 import { startChild, table } from './lib.js';
 
@@ -204,9 +205,10 @@ async function clientLoop(n: number): Promise<void> {
 }
 
 // ---- fault loop: partitions, pauses/resumes and latency, toggled every few seconds ----
-const faultCounts: Record<string, number> = { partition: 0, heal: 0, pause: 0, resume: 0, latency: 0, clear: 0 };
+type FaultAction = 'partition' | 'heal' | 'pause' | 'resume' | 'latency' | 'clear';
+const faultCounts: Record<FaultAction, number> = { partition: 0, heal: 0, pause: 0, resume: 0, latency: 0, clear: 0 };
 async function faultStep(c: Tracked): Promise<void> {
-  const actions: Array<'partition' | 'heal' | 'pause' | 'resume' | 'latency' | 'clear'> = [];
+  const actions: FaultAction[] = [];
   if (c.partition === undefined) actions.push('partition', 'partition');
   else actions.push('heal', 'heal');
   // At most one paused node per cluster, so quorums come and go rather than stay lost.
@@ -254,8 +256,10 @@ async function faultStep(c: Tracked): Promise<void> {
         c.latencyLinks = 0;
       }
       break;
+    default:
+      unreachable(action);
   }
-  if (r.status >= 200 && r.status < 300) faultCounts[action] = (faultCounts[action] ?? 0) + 1;
+  if (r.status >= 200 && r.status < 300) faultCounts[action]++;
   else noteUnexpected(`${c.kind} fault ${action}: ${r.status} ${JSON.stringify(r.body ?? r.error).slice(0, 160)}`);
 }
 async function faultLoop(): Promise<void> {
@@ -408,6 +412,17 @@ const warmupSamples = samples.filter((s) => s.atMs <= warmupMs);
 const steadyRss = Math.max(withClusters.rssMb, ...warmupSamples.map((s) => s.rssMb));
 const peakRss = Math.max(...samples.map((s) => s.rssMb), settledRss);
 const rssLimit = steadyRss * rssGrowthFactorMax + rssSlackMb;
+/** Least-squares slope of RSS over the last third of the traffic phase, MB per minute (reported, not judged: it is noisy). */
+function rssSlopeMbPerMin(): number {
+  const tail = samples.slice(Math.floor((samples.length * 2) / 3));
+  if (tail.length < 3) return NaN;
+  const mx = tail.reduce((a, s) => a + s.atMs, 0) / tail.length;
+  const my = tail.reduce((a, s) => a + s.rssMb, 0) / tail.length;
+  const sxy = tail.reduce((a, s) => a + (s.atMs - mx) * (s.rssMb - my), 0);
+  const sxx = tail.reduce((a, s) => a + (s.atMs - mx) ** 2, 0);
+  return sxx === 0 ? NaN : (sxy / sxx) * 60_000;
+}
+const rssSlope = rssSlopeMbPerMin();
 for (const c of tracked) await must('DELETE', `/api/v1/clusters/${c.id}`, undefined, [204]);
 const finalThreads = await threadsSettleTo(empty.threads, 5000);
 await sleep(500);
@@ -455,6 +470,7 @@ console.log(table([
   { measure: `RSS, ${tracked.length} clusters idle (MB)`, value: withClusters.rssMb },
   { measure: 'RSS, warm-up peak (MB)', value: steadyRss },
   { measure: 'RSS, peak during soak (MB)', value: peakRss },
+  { measure: 'RSS trend, last third of the traffic (MB/min)', value: rssSlope },
   { measure: 'RSS, after healing (MB)', value: settledRss },
   { measure: 'RSS limit after healing (MB)', value: rssLimit },
   { measure: 'RSS, every cluster deleted (MB)', value: final.rssMb },
@@ -473,7 +489,7 @@ console.log(JSON.stringify({
   durationS,
   failures,
   clusters: rows,
-  rssMb: { empty: empty.rssMb, steady: steadyRss, peak: peakRss, settled: settledRss, limit: rssLimit, final: final.rssMb },
+  rssMb: { empty: empty.rssMb, steady: steadyRss, peak: peakRss, settled: settledRss, limit: rssLimit, final: final.rssMb, slopeLastThirdMbPerMin: rssSlope },
   threads: { empty: empty.threads, steady: withClusters.threads, settled: settledThreads, final: finalThreads },
   churn: { created: churn.created, deleted: churn.deleted, leaks: churn.leaks.length },
   faults: faultCounts,

@@ -91,7 +91,7 @@ export async function startProfiler(addr: string, logger: Logger): Promise<Profi
   let snapshotting = false;
   const sockets = new Set<Socket>();
 
-  const profile = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
+  const profile = async (res: ServerResponse, url: URL): Promise<void> => {
     const s = parseProfileSeconds(url.searchParams.get('seconds'));
     if (!s.ok) return sendJsonError(res, 400, s.error);
     if (profiling) return sendJsonError(res, 409, 'a CPU profile is already running; try again when it finishes');
@@ -161,7 +161,7 @@ export async function startProfiler(addr: string, logger: Logger): Promise<Profi
       res.setHeader('allow', 'GET, HEAD');
       return sendJsonError(res, 405, `method ${req.method ?? ''} not allowed; use GET`);
     }
-    if (route === '/debug/pprof/profile') return profile(req, res, url);
+    if (route === '/debug/pprof/profile') return profile(res, url);
     if (route === '/debug/pprof/heap') return heap(res);
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(indexHtml) });
     res.end(req.method === 'HEAD' ? undefined : indexHtml);
