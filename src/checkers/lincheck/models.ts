@@ -37,6 +37,13 @@ export interface Model<S extends ModelState = ModelState> {
    */
   grows?(op: HistoryOp): boolean;
   canGrowInto?(state: S, op: HistoryOp): boolean;
+  /**
+   * Optional: true when `op` is legal in every state and leaves a state that does not depend on
+   * the one before (a blind write). The checker then never places such an op directly after an
+   * op of unknown outcome: that op's effect would be overwritten unseen, and leaving it out (it
+   * may never have happened) is as good.
+   */
+  overwrites?(op: HistoryOp): boolean;
 }
 
 function writeValue(op: HistoryOp): Value {
@@ -64,6 +71,7 @@ export const registerModel: Model<Value> = {
     }
   },
   readOnly: (op) => op.kind === 'read',
+  overwrites: (op) => op.kind === 'write' || op.kind === 'delete',
 };
 
 /**
@@ -85,6 +93,7 @@ export const casRegisterModel: Model<Value> = {
     return matches ? next : undefined;
   },
   readOnly: (op) => op.kind === 'read' || (op.kind === 'cas' && op.status === 'ok' && op.output === false),
+  overwrites: (op) => op.kind === 'write' || op.kind === 'delete',
 };
 
 /**
@@ -114,6 +123,7 @@ export const kvModel: Model<string> = {
   // Appends only extend the string: a read of v stays possible only while v starts with it.
   grows: (op) => op.kind === 'append',
   canGrowInto: (state, op) => typeof op.output === 'string' && op.output.startsWith(state),
+  overwrites: (op) => op.kind === 'write',
 };
 
 export type ModelName = 'register' | 'cas-register' | 'kv';

@@ -212,6 +212,8 @@ export class KeySearch {
   private readonly rank: Int32Array;
   private readonly isOk: Uint8Array;
   private readonly readOnly: Uint8Array;
+  /** Blind writes (Model.overwrites). */
+  private readonly overwrites: Uint8Array;
   private readonly bits: Uint32Array;
   private readonly codes: Int32Array;
   private readonly cache: ConfigCache;
@@ -250,6 +252,7 @@ export class KeySearch {
     this.n = n;
     this.isOk = new Uint8Array(n);
     this.readOnly = new Uint8Array(n);
+    this.overwrites = new Uint8Array(n);
     let okCount = 0;
     for (let i = 0; i < n; i++) {
       const op = ops[i] as HistoryOp;
@@ -258,6 +261,7 @@ export class KeySearch {
         okCount++;
       }
       if (model.readOnly(op)) this.readOnly[i] = 1;
+      if (model.overwrites?.(op) === true) this.overwrites[i] = 1;
     }
     this.okLeft = okCount;
 
@@ -372,7 +376,7 @@ export class KeySearch {
   /** Runs up to `quota` loop steps (about one configuration each); returns the status reached. */
   run(quota: number): SearchStatus {
     if (this.status !== 'running') return this.status;
-    const { next, prev, nodeOp, callNode, returnNode, rank, isOk, readOnly, bits, codes, cache, transitions } = this;
+    const { next, prev, nodeOp, callNode, returnNode, rank, isOk, readOnly, overwrites, bits, codes, cache, transitions } = this;
     const { stackOp, stackState, stackForced, candStart, candEnd, candNext } = this;
     const { canGrowInto, ops, resets, resetIndex } = this;
     let candidates = this.candidates;
@@ -517,6 +521,9 @@ export class KeySearch {
         }
         candNext[depth] = k + 1;
         const op = candidates[k] as number;
+        // A blind write right after an unknown-outcome op would overwrite its effect unseen: the
+        // same write without that op before it (tried from the parent) is at least as good.
+        if (overwrites[op] === 1 && depth > 0 && isOk[stackOp[depth - 1] as number] === 0) continue;
         const to = transitions.step(state, op);
         // An unknown-outcome op that would change nothing here is not tried: leaving it out
         // (it may never have happened) keeps every later step legal, so it cannot help.
