@@ -384,7 +384,10 @@ export class HttpApp {
     }
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > this.bodyLimit) {
-      this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method, true);
+      // Answer at once but keep the connection and discard what the client is still sending
+      // (closing now would reset the connection and the client would lose the 413).
+      res.onData(() => {});
+      this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method);
       return;
     }
     const chunks: Buffer[] = [];
@@ -395,7 +398,7 @@ export class HttpApp {
       size += chunk.byteLength;
       if (size > this.bodyLimit) {
         refused = true;
-        this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method, true);
+        this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method);
         return;
       }
       if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
@@ -476,6 +479,14 @@ export class HttpApp {
       }
       if (r.status === 204 || r.status === 304) {
         res.end('', close);
+        return;
+      }
+      if (method === 'HEAD') {
+        // HEAD: the headers GET would send, no body (a body would corrupt the next answer on the connection).
+        const length = r.raw !== undefined ? Buffer.byteLength(r.raw) : r.body === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.body));
+        if (!hasType) res.writeHeader('content-type', r.raw !== undefined ? 'application/octet-stream' : 'application/json');
+        // uWS cannot keep a connection alive after a body-less answer with a length; close it cleanly.
+        res.endWithoutBody(length, true);
         return;
       }
       if (r.raw !== undefined) {

@@ -79,7 +79,17 @@ t.test('the adapter routes, validates and answers in JSON', async (t) => {
     if (tc.body) t.same(r.body, tc.body, `${tc.name}: body`);
   }
 
+  const head = await request(base, 'HEAD', '/things/7');
+  t.equal(head.status, 200, 'HEAD answers like GET');
+  t.equal(head.text, '', 'HEAD has no body');
+  t.equal(Number(head.headers['content-length']), JSON.stringify({ id: '7', q: [] }).length, 'HEAD reports the GET body length');
+  t.equal((await c.get('/things/7')).status, 200, 'the next request after HEAD is answered');
+
   const big = Buffer.alloc(2 * 1024 * 1024, 'a');
+  for (let i = 0; i < 2; i++) {
+    const again = await request(base, 'POST', '/things', big).catch((e: Error) => ({ status: -1, body: { error: e.message } }));
+    t.equal(again.status, 413, `a declared oversize body gets its 413 even while the client is still sending (try ${i + 1})`);
+  }
   const r413 = await request(base, 'POST', '/things', big).catch((e: Error) => ({ status: -1, body: { error: e.message } }));
   t.equal(r413.status, 413, 'a 2 MiB body is refused with 413');
 
