@@ -24,6 +24,7 @@ export type LabEventType =
   | 'snapshot_state_recorded'
   | 'snapshot_complete'
   | 'snapshot_incomplete'
+  | 'snapshot_evicted'
   | 'kv_write'
   | 'kv_conflict'
   | 'kv_resolved'
@@ -37,7 +38,7 @@ export const labEventTypes: readonly LabEventType[] = [
   'simulation_reset', 'process_spawned', 'process_killed', 'internal_event', 'clock_tick', 'message_sent',
   'message_held', 'message_delivered', 'message_dropped', 'causal_violation', 'delivery_mode_changed',
   'channel_faults_set', 'partition_created', 'faults_cleared', 'marker_sent', 'marker_received',
-  'snapshot_started', 'snapshot_state_recorded', 'snapshot_complete', 'snapshot_incomplete', 'kv_write',
+  'snapshot_started', 'snapshot_state_recorded', 'snapshot_complete', 'snapshot_incomplete', 'snapshot_evicted', 'kv_write',
   'kv_conflict', 'kv_resolved', 'kv_stale_write', 'kv_read', 'scenario_started', 'scenario_step',
   'scenario_verdict',
 ];

@@ -898,6 +898,7 @@ export class Lab {
       this.snapshots.delete(s.id);
       if (s.status === 'incomplete') this.totals.snapshotsDiscarded++;
       this.totals.snapshotsEvicted++;
+      this.emit('snapshot_evicted', { snapshot: s.id, status: s.status, kept_max: snapshotsKeptMax });
       if (this.snapshots.size < snapshotsKeptMax) return;
     }
   }

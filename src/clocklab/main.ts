@@ -1,0 +1,22 @@
+/**
+ * Standalone entry of the clock lab: `node dist/src/clocklab/main.js` starts the lab and its
+ * browser-facing proxy from the environment (PORT, PROXY_PORT, CONFIG_PATH, ...) and prints their URLs.
+ */
+import { createLogger } from '../util/logger.js';
+import { startClockLab } from './server.js';
+
+const logger = createLogger('clocklab');
+try {
+  const lab = await startClockLab({ logger });
+  console.log(`clock lab   http://localhost:${lab.port}  (REST under /api/v1, events on ws://localhost:${lab.port}/ws)`);
+  if (lab.proxyPort !== undefined) console.log(`clock lab UI http://localhost:${lab.proxyPort}  (proxy to the lab)`);
+  const stop = (): void => {
+    void lab.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+} catch (err) {
+  logger.error({ err }, 'clock lab failed to start');
+  console.error(`clock lab failed to start: ${(err as Error).message}`);
+  process.exit(1);
+}

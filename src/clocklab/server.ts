@@ -1,0 +1,301 @@
+/**
+ * The clock lab service: wires the simulation (lab.ts) to the HTTP adapter (routes, auth, /ws
+ * fan-out with replay, ping/pong), the event bus, the metrics and the live driver that advances
+ * virtual time with the real clock; then starts the browser-facing proxy. Thin by design: every
+ * decision about clocks, delivery, snapshots or the KV store is made in the lab and returned as a value.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { HttpApp, HttpError, WsHub, healthRoutes, type Handler, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
+import { createLogger, type Logger } from '../util/logger.js';
+import { SeededRng, liveRng } from '../util/rng.js';
+import { EventBus } from './bus.js';
+import { loadSettings, processIdRe, type ClockLabSettings } from './config.js';
+import type { EventData, LabEventType } from './events.js';
+import { Lab, type LabErrorCode, type Outcome } from './lab.js';
+import { busBufferMax, busHistoryMax, kvKeyCharsMax, liveTickMs } from './limits.js';
+import { LabMetrics } from './metrics.js';
+import { startProxy } from './proxy.js';
+import { hasScenario, runScenario, scenarioList } from './scenarios.js';
+import {
+  BroadcastBody,
+  DeliveryBody,
+  EventBody,
+  FaultsBody,
+  KvWriteBody,
+  MessageBody,
+  PartitionBody,
+  ProcessBody,
+  type BroadcastBodyT,
+  type DeliveryBodyT,
+  type EventBodyT,
+  type FaultsBodyT,
+  type KvWriteBodyT,
+  type MessageBodyT,
+  type PartitionBodyT,
+  type ProcessBodyT,
+} from './schemas.js';
+
+export interface StartOptions {
+  /** Overrides PORT; 0 picks a free port. */
+  port?: number;
+  /** Overrides PROXY_PORT; 0 picks a free port; false starts no proxy. */
+  proxyPort?: number | false;
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  /** Listen address (default 0.0.0.0). */
+  host?: string;
+}
+
+export interface ClockLabHandle {
+  port: number;
+  /** undefined when the proxy was not started. */
+  proxyPort: number | undefined;
+  settings: ClockLabSettings;
+  close(): Promise<void>;
+}
+
+const statusOf: Record<LabErrorCode, number> = { invalid: 400, not_found: 404, conflict: 409 };
+
+function answer<T>(r: Outcome<T>, status = 200): HttpResult {
+  return r.ok ? { status, body: r.value } : { status: statusOf[r.error.code], body: { error: r.error.message } };
+}
+
+function processParam(req: HttpRequest<unknown>, name = 'id'): string {
+  const id = req.params[name] ?? '';
+  if (!processIdRe.test(id)) throw new HttpError(400, `${name}: ${JSON.stringify(id)} is not a valid process id (letters, digits, '_', '.', '-', at most 64, starting with a letter or digit)`);
+  return id;
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** `Bearer name:secret` against VC_API_TOKENS; undefined when allowed, else the 401 message. */
+function authProblem(tokens: string[] | undefined, authorization: string | undefined, queryToken?: string | null): string | undefined {
+  if (!tokens) return undefined;
+  let presented: string | undefined;
+  if (authorization) {
+    const m = /^Bearer\s+(.+)$/i.exec(authorization.trim());
+    if (!m) return 'the Authorization header must be "Bearer name:secret"';
+    presented = (m[1] as string).trim();
+  } else if (queryToken) {
+    presented = queryToken;
+  }
+  if (presented === undefined) return 'missing bearer token (Authorization: Bearer name:secret)';
+  let okToken = false;
+  for (const t of tokens) if (sameSecret(t, presented)) okToken = true;
+  return okToken ? undefined : 'invalid token';
+}
+
+export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHandle> {
+  const env = opts.env ?? process.env;
+  const logger = opts.logger ?? createLogger('clocklab', env);
+  const settings = loadSettings(env);
+  const seed = settings.seed;
+  const rng = seed === undefined ? liveRng() : new SeededRng(seed);
+
+  let lab: Lab | undefined;
+  const bus = new EventBus({
+    bufferMax: busBufferMax,
+    historyMax: busHistoryMax,
+    now: () => Date.now(),
+    onPublishDrop: () => metrics.busDrops.inc(),
+    onHistoryEvict: () => metrics.historyEvicted.inc(),
+  });
+  const metrics: LabMetrics = new LabMetrics({
+    processes: () => {
+      const ps = lab?.processes() ?? [];
+      const alive = ps.filter((p) => p.status === 'alive').length;
+      return { alive, killed: ps.length - alive };
+    },
+    inFlight: () => lab?.state().in_flight ?? 0,
+    held: () => (lab?.processes() ?? []).reduce((n, p) => n + p.held.length, 0),
+    snapshotsRunning: () => (lab?.snapshotList() ?? []).filter((s) => s.status === 'running').length,
+    kvKeys: () => lab?.state().kv_keys ?? 0,
+    busBuffered: () => bus.buffered,
+  });
+  const emit = (type: LabEventType, data: EventData): void => {
+    metrics.observe(type, data);
+    bus.publish(type, data);
+  };
+  lab = new Lab({ rng, emit, config: settings.lab });
+  const theLab = lab;
+
+  // ---- live driver: virtual time follows the real clock
+  // (whole milliseconds, the fraction carried over, so virtual times stay integers)
+  let last = performance.now();
+  const driver = setInterval(() => {
+    const elapsed = Math.floor(performance.now() - last);
+    if (elapsed <= 0) return;
+    last += elapsed;
+    try {
+      theLab.advance(elapsed);
+    } catch (err) {
+      logger.error({ err }, 'clock lab simulation step failed');
+    }
+  }, liveTickMs);
+
+  // ---- HTTP
+  const app = new HttpApp({
+    name: 'clocklab',
+    logger,
+    cors: { origins: settings.allowedOrigins ?? '*' },
+    onResponse: (method, status) => metrics.httpRequests.inc({ method, status: String(status) }),
+  });
+  healthRoutes(app, metrics.registry, () => ({ ready: true, detail: { processes: theLab.processes().filter((p) => p.status === 'alive').length } }));
+
+  const guard = <B>(h: Handler<B>): Handler<B> => (req) => {
+    const problem = authProblem(settings.apiTokens, req.headers['authorization']);
+    if (problem) throw new HttpError(401, problem, { 'www-authenticate': 'Bearer' });
+    return h(req);
+  };
+
+  const routes = (prefix: string): void => {
+    app.post<undefined>(`${prefix}/processes/:id/snapshot`, guard((req) => {
+      const r = theLab.startSnapshot(processParam(req));
+      return r.ok ? { status: 201, body: { id: r.value.id, snapshot_id: r.value.id, initiator: r.value.initiator, participants: r.value.participants } } : answer(r);
+    }));
+    app.get(`${prefix}/snapshots/:id`, guard((req) => answer(theLab.snapshot(req.params['id'] ?? ''))));
+    app.get(`${prefix}/snapshots/:id/verify`, guard((req) => answer(theLab.verifySnapshot(req.params['id'] ?? ''))));
+  };
+  routes('/api/v1');
+  routes(''); // the spec writes the snapshot endpoints without the prefix; both answer
+
+  app.get('/api/v1/snapshots', guard(() => ({ status: 200, body: { snapshots: theLab.snapshotList() } })));
+  app.get('/api/v1/processes', guard(() => ({ status: 200, body: { processes: theLab.processes() } })));
+  app.post<ProcessBodyT>('/api/v1/processes', guard((req) => answer(theLab.spawn(req.body.id, req.body.clock_type ?? 'vector'), 201)), { body: ProcessBody });
+  app.get('/api/v1/processes/:id', guard((req) => answer(theLab.process(processParam(req)))));
+  app.delete('/api/v1/processes/:id', guard((req) => {
+    const r = theLab.kill(processParam(req));
+    return r.ok ? { status: 204 } : answer(r);
+  }));
+  app.post<EventBodyT | undefined>('/api/v1/processes/:id/event', guard((req) => answer(theLab.internalEvent(processParam(req), req.body?.label ?? ''))), { body: EventBody, bodyOptional: true });
+
+  app.post<MessageBodyT>('/api/v1/messages', guard((req) => answer(theLab.send(req.body.from, req.body.to, req.body.payload, req.body.amount ?? 0), 202)), { body: MessageBody });
+  app.post<BroadcastBodyT>('/api/v1/broadcast', guard((req) => answer(theLab.broadcast(req.body.from, req.body.payload), 202)), { body: BroadcastBody });
+
+  app.get('/api/v1/channels', guard(() => ({ status: 200, body: { channels: theLab.channels() } })));
+  app.post<FaultsBodyT>('/api/v1/channels/:from/:to/faults', guard((req) => {
+    const b = req.body;
+    if (b.delay_ms === undefined && b.drop_rate === undefined && b.reorder === undefined && b.reorder_window_ms === undefined) {
+      throw new HttpError(400, 'body: give at least one of delay_ms, drop_rate, reorder, reorder_window_ms');
+    }
+    return answer(theLab.setChannelFaults(processParam(req, 'from'), processParam(req, 'to'), b));
+  }), { body: FaultsBody });
+  app.post<PartitionBodyT>('/api/v1/partition', guard((req) => answer(theLab.partition(req.body.side_a, req.body.side_b), 201)), { body: PartitionBody });
+  app.delete('/api/v1/partition/:id', guard((req) => {
+    const r = theLab.heal(req.params['id'] ?? '');
+    return r.ok ? { status: 204 } : answer(r);
+  }));
+  app.delete('/api/v1/faults', guard(() => ({ status: 200, body: theLab.clearFaults() })));
+
+  app.get('/api/v1/delivery', guard(() => ({ status: 200, body: { mode: theLab.deliveryMode } })));
+  app.put<DeliveryBodyT>('/api/v1/delivery', guard((req) => ({ status: 200, body: theLab.setDeliveryMode(req.body.mode) })), { body: DeliveryBody });
+
+  const keyParam = (req: HttpRequest<unknown>): string => {
+    const key = req.params['key'] ?? '';
+    if (key.length === 0 || key.length > kvKeyCharsMax) throw new HttpError(400, `key: must be 1 to ${kvKeyCharsMax} characters`);
+    return key;
+  };
+  app.get('/api/v1/kv', guard(() => ({ status: 200, body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy } })));
+  app.put<KvWriteBodyT>('/api/v1/kv/:key', guard((req) => answer(theLab.kvWrite(keyParam(req), req.body.value, req.body.writer, req.body.version))), { body: KvWriteBody });
+  app.get('/api/v1/kv/:key', guard((req) => {
+    const reader = req.query.get('reader');
+    if (reader !== null && !processIdRe.test(reader)) throw new HttpError(400, `reader: ${JSON.stringify(reader)} is not a valid process id`);
+    return answer(theLab.kvRead(keyParam(req), reader ?? undefined));
+  }));
+
+  app.get('/api/v1/scenarios', guard(() => ({ status: 200, body: { scenarios: scenarioList() } })));
+  app.post<undefined>('/api/v1/scenarios/:name/run', guard((req) => {
+    const name = req.params['name'] ?? '';
+    if (!hasScenario(name)) throw new HttpError(404, `scenario ${name} not found; known: ${scenarioList().map((s) => s.name).join(', ')}`);
+    const report = runScenario(theLab, name, emit);
+    return { status: 200, body: report };
+  }));
+
+  app.get('/api/v1/simulation/state', guard(() => ({ status: 200, body: theLab.state() })));
+  app.post<undefined>('/api/v1/simulation/reset', guard(() => ({ status: 200, body: theLab.reset(true) })));
+
+  // ---- /ws: origin check (403), auth (401), history replay, fan-out, ping/pong
+  const hub = new WsHub<Record<string, never>>();
+  const fanOut = (json: string): void => {
+    const before = hub.droppedTotal;
+    hub.publish(json);
+    if (hub.droppedTotal > before) metrics.wsDropped.inc(hub.droppedTotal - before);
+  };
+  const unsubscribe = bus.subscribe(fanOut);
+  app.ws<Record<string, never>>('/ws', {
+    maxQueueBytes: settings.wsClientQueueBytes,
+    upgrade: (info) => {
+      if (settings.allowedOrigins) {
+        const origin = info.headers['origin'];
+        if (!origin) return { reject: { status: 403, error: 'an Origin header is required (VC_ALLOWED_ORIGINS is set)' } };
+        if (!settings.allowedOrigins.includes(origin)) return { reject: { status: 403, error: `origin ${origin} is not allowed` } };
+      }
+      const problem = authProblem(settings.apiTokens, info.headers['authorization'], info.query.get('token'));
+      if (problem) return { reject: { status: 401, error: problem } };
+      return { data: {} };
+    },
+    open: (client: WsClient<Record<string, never>>) => {
+      metrics.wsClients.inc();
+      let dropped = 0;
+      for (const json of bus.recent()) if (client.send(json) === 'dropped') dropped++;
+      if (dropped > 0) metrics.wsDropped.inc(dropped);
+      hub.add(client);
+    },
+    close: (client) => {
+      hub.remove(client);
+      metrics.wsClients.dec();
+    },
+  });
+  const pinger = setInterval(() => {
+    const now = Date.now();
+    for (const c of hub.clients) {
+      if (now - c.lastPongAt > settings.wsPongDeadlineMs) {
+        metrics.wsTimeouts.inc();
+        c.terminate();
+      } else {
+        c.ping();
+      }
+    }
+  }, settings.wsPingIntervalMs);
+
+  const host = opts.host ?? '0.0.0.0';
+  let port: number;
+  try {
+    port = await app.listen(opts.port ?? settings.port, host);
+  } catch (err) {
+    clearInterval(driver);
+    clearInterval(pinger);
+    throw err;
+  }
+  let proxy: { port: number; close(): void } | undefined;
+  const proxyPort = opts.proxyPort === undefined ? settings.proxyPort : opts.proxyPort;
+  if (proxyPort !== false) {
+    try {
+      proxy = await startProxy({ port: proxyPort, host, target: { host: '127.0.0.1', port }, logger });
+    } catch (err) {
+      clearInterval(driver);
+      clearInterval(pinger);
+      app.close();
+      throw err;
+    }
+  }
+  logger.info({ port, proxyPort: proxy?.port, seed, config: settings.configPath, strategy: settings.lab.conflictStrategy }, 'clock lab listening');
+
+  return {
+    port,
+    proxyPort: proxy?.port,
+    settings,
+    async close() {
+      clearInterval(driver);
+      clearInterval(pinger);
+      unsubscribe();
+      proxy?.close();
+      app.close();
+    },
+  };
+}
