@@ -125,8 +125,7 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
   if (problems.length > 0) {
     return { verdict: 'unknown', reason: 'invalid-history', note: problems.join('; '), stats };
   }
-  interface Job extends KeyJob { counted: number }
-  const running: Job[] = [];
+  const jobs: Job[] = [];
   for (const { key, indices } of partitionByKey(history)) {
     // Jepsen's rules: a failed op never happened; an unknown-outcome op that cannot change the
     // state (a read) constrains nothing. Both are dropped before the search.
@@ -140,47 +139,68 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
     }
     stats.ops += ops.length;
     stats.partitions++;
-    running.push({ key, search: new KeySearch(ops, model), ops, historyIndex, counted: 0 });
+    if (sequentiallyLegal(ops, model)) continue;
+    jobs.push({ key, ops, historyIndex, search: undefined, configurations: 0, backtracks: 0 });
   }
-  const all = [...running];
-  const tally = (): void => {
-    stats.configurations = all.reduce((sum, job) => sum + job.search.configurations, 0);
-    stats.backtracks = all.reduce((sum, job) => sum + job.search.backtracks, 0);
-  };
   const budget = options.budget;
   const configurationsMax = options.configurationsMax ?? defaultConfigurationsMax;
-  const decided = (): string => `${all.length - running.length} of ${all.length} keys decided (linearizable)`;
-  let configurations = 0;
+  // Keys still being searched; a search is built on its key's first turn and dropped once the key
+  // is decided, so memory holds only the undecided keys' memos.
+  const running = jobs;
+  const decided = (): string => `${stats.partitions - running.length} of ${stats.partitions} keys decided (linearizable)`;
+  let liveConfigurations = 0;
   let cursor = 0;
   while (running.length > 0) {
-    if (cursor >= running.length) cursor = 0;
     const job = running[cursor] as Job;
-    const status = job.search.run(SLICE_STEPS);
+    job.search ??= new KeySearch(job.ops, model);
+    const search = job.search;
+    const status = search.run(SLICE_STEPS);
+    stats.configurations += search.configurations - job.configurations;
+    stats.backtracks += search.backtracks - job.backtracks;
+    liveConfigurations += search.configurations - job.configurations;
+    job.configurations = search.configurations;
+    job.backtracks = search.backtracks;
     if (status === 'violation') {
-      tally();
-      const { frontier, minimal } = longestPrefix(job, job.search.frontier(), model, budget, configurationsMax);
+      const { frontier, minimal } = longestPrefix({ ...job, search }, search.frontier(), model, budget, configurationsMax);
       return { verdict: 'not-linearizable', violation: toViolation(job, frontier, minimal), stats };
     }
     if (status === 'linearizable') {
-      running.splice(cursor, 1);
-      if (running.length === 0) break;
+      liveConfigurations -= job.configurations;
+      job.search = undefined;
+      running[cursor] = running[running.length - 1] as Job; // order of turns does not matter
+      running.pop();
     } else {
       cursor++;
     }
+    if (cursor >= running.length) cursor = 0;
+    if (running.length === 0) break;
     if (budget !== undefined && budget.now() > budget.deadline) {
-      tally();
       return { verdict: 'unknown', reason: 'timeout', note: `the time budget ran out with ${decided()}`, stats };
     }
-    configurations += job.search.configurations - job.counted;
-    job.counted = job.search.configurations;
-    if (configurations > configurationsMax) {
-      tally();
+    if (liveConfigurations > configurationsMax) {
       const note = `the search memoized over ${configurationsMax} configurations with ${decided()}`;
       return { verdict: 'unknown', reason: 'limit', note, stats };
     }
   }
-  tally();
   return { verdict: 'linearizable', stats };
+}
+
+/**
+ * Fast path for a key whose operations never overlap and all completed (common in the
+ * simulator: many keys, a few ops each): its only linearization is the order of the ops, so it
+ * is linearizable exactly when the model accepts them in that order. False means "search it".
+ */
+function sequentiallyLegal(ops: readonly HistoryOp[], model: Model): boolean {
+  let previousEnd = -Infinity;
+  let state: ModelState | undefined = model.init();
+  for (const op of ops) {
+    // In history order, each op must begin after the previous one completed (ties overlap).
+    if (op.status !== 'ok' || op.invokeTime <= previousEnd) return false;
+    state = model.step(state, op);
+    if (state === undefined) return false;
+    previousEnd = op.completeTime as number;
+  }
+  return true;
 }
 
 interface KeyJob {
@@ -188,6 +208,16 @@ interface KeyJob {
   readonly search: KeySearch;
   readonly ops: HistoryOp[];
   readonly historyIndex: number[];
+}
+
+interface Job {
+  readonly key: string;
+  readonly ops: HistoryOp[];
+  readonly historyIndex: number[];
+  search: KeySearch | undefined;
+  /** What this key's search had counted at its last turn. */
+  configurations: number;
+  backtracks: number;
 }
 
 /**
@@ -265,7 +295,7 @@ function longestPrefix(
   return { frontier: { ...best, culprit: (returns[lo] as { op: number }).op }, minimal: true };
 }
 
-function toViolation(job: KeyJob, frontier: Frontier, minimal: boolean): Violation {
+function toViolation(job: Job, frontier: Frontier, minimal: boolean): Violation {
   const op = job.ops[frontier.culprit] as HistoryOp;
   const prefixEndTime = op.completeTime as number;
   const linearization = frontier.linearization.map((local) => job.historyIndex[local] as number);

@@ -56,15 +56,20 @@ function fmix(h: number): number {
  * hashes are confirmed exactly (a hash collision never prunes a live branch).
  */
 class ConfigCache {
-  private slots = new Int32Array(1024);
-  private mask = 1023;
-  private hashes = new Int32Array(512);
-  private states = new Int32Array(512);
+  private slots: Int32Array;
+  private mask: number;
+  private hashes: Int32Array;
+  private states: Int32Array;
   private bitsets: Uint32Array;
   size = 0;
 
-  constructor(private readonly words: number) {
-    this.bitsets = new Uint32Array(512 * words);
+  /** `capacity`: a power of two, the entries held before the first growth. */
+  constructor(private readonly words: number, capacity: number) {
+    this.slots = new Int32Array(capacity * 2);
+    this.mask = capacity * 2 - 1;
+    this.hashes = new Int32Array(capacity);
+    this.states = new Int32Array(capacity);
+    this.bitsets = new Uint32Array(capacity * words);
   }
 
   /** Adds the configuration; false when it was there already. */
@@ -131,13 +136,19 @@ const EMPTY = -1;
 class Transitions {
   private readonly ids = new Map<ModelState, number>();
   readonly states: ModelState[] = [];
-  private keyState = new Int32Array(1024).fill(EMPTY);
-  private keyOp = new Int32Array(1024);
-  private to = new Int32Array(1024);
-  private mask = 1023;
+  private keyState: Int32Array;
+  private keyOp: Int32Array;
+  private to: Int32Array;
+  private mask: number;
   private size = 0;
 
-  constructor(private readonly model: Model, private readonly ops: readonly HistoryOp[]) {}
+  /** `capacity`: a power of two, the transitions held before the first growth. */
+  constructor(private readonly model: Model, private readonly ops: readonly HistoryOp[], capacity: number) {
+    this.keyState = new Int32Array(capacity * 2).fill(EMPTY);
+    this.keyOp = new Int32Array(capacity * 2);
+    this.to = new Int32Array(capacity * 2);
+    this.mask = capacity * 2 - 1;
+  }
 
   intern(s: ModelState): number {
     let id = this.ids.get(s);
@@ -226,7 +237,7 @@ export class KeySearch {
   private readonly candStart: Int32Array;
   private readonly candEnd: Int32Array;
   private readonly candNext: Int32Array;
-  private candidates = new Int32Array(256);
+  private candidates: Int32Array;
   /** The model's growth pruning (see Model.grows): resets are the state-changing ops that do not grow. */
   private readonly canGrowInto: ((state: ModelState, op: HistoryOp) => boolean) | undefined;
   private readonly ops: readonly HistoryOp[];
@@ -319,14 +330,17 @@ export class KeySearch {
 
     this.bits = new Uint32Array((n + 31) >>> 5);
     this.codes = zobristCodes(n);
-    this.cache = new ConfigCache(this.bits.length);
-    this.transitions = new Transitions(model, ops);
+    // Small keys (the simulator checks many) start with small tables; big ones grow as needed.
+    const capacity = Math.min(512, 1 << Math.ceil(Math.log2(Math.max(8, n))));
+    this.cache = new ConfigCache(this.bits.length, capacity);
+    this.transitions = new Transitions(model, ops, capacity);
     this.stackOp = new Int32Array(n);
     this.stackState = new Int32Array(n);
     this.stackForced = new Uint8Array(n);
     this.candStart = new Int32Array(n + 1);
     this.candEnd = new Int32Array(n + 1);
     this.candNext = new Int32Array(n + 1);
+    this.candidates = new Int32Array(Math.max(16, n));
     this.state = this.transitions.intern(model.init());
     this.bestState = this.state;
     // An info op may never take effect: with no ok op there is nothing to order.
