@@ -8,6 +8,16 @@
  * links). From a configuration (linearized set, model state) the candidates are the calls before
  * the first remaining return; reaching that return means nothing more can go next. Explored
  * configurations are memoized in a hash set keyed by a Zobrist hash of the set and the state.
+ *
+ * Pruning rules, each sound because the branch it skips is dominated by one still explored:
+ * - a read-only op that is legal now is taken at once and alone (dropping it from any later
+ *   order leaves every other step legal);
+ * - an unknown-outcome op that would change nothing is not placed (it may never have happened);
+ * - a blind write is not placed right after an unknown-outcome op (Model.overwrites);
+ * - with Model.grows/canGrowInto, a configuration where a pending read can no longer be reached
+ *   by growing steps alone is abandoned at once.
+ * Candidates are tried earliest-deadline first. Only the last rule can hide part of the longest
+ * linearizable prefix from the search; the checker restores it (checker.ts, longestPrefix).
  */
 import { invariant } from '../../util/assert.js';
 import type { HistoryOp, ModelState } from './history.js';
