@@ -52,6 +52,8 @@ export interface ClockLabHandle {
   /** undefined when the proxy was not started. */
   proxyPort: number | undefined;
   settings: ClockLabSettings;
+  /** The running simulation, for in-process drivers (benchmarks); HTTP clients never need it. */
+  lab: Lab;
   close(): Promise<void>;
 }
 
@@ -290,6 +292,7 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
     port,
     proxyPort: proxy?.port,
     settings,
+    lab: theLab,
     async close() {
       clearInterval(driver);
       clearInterval(pinger);

@@ -1,0 +1,183 @@
+/**
+ * Clock lab benchmarks, each against a baseline measured in the same run:
+ *  1. events/s through the event bus to 1, 10 and 100 WebSocket clients (real server, real sockets,
+ *     clients in this process), baseline: 1 client;
+ *  2. application messages/s between processes through the lab core (clocks, RST/BSS metadata,
+ *     hold-back check, fabric), baseline: the bare fabric moving the same number of messages;
+ *  3. Chandy–Lamport snapshot completion for 10, 50 and 100 processes (core, virtual time:
+ *     the wall time is the CPU cost of the marker rule), baseline: 10 processes.
+ * Run: npx tsc -p tsconfig.json && node dist/benchmarks/clocklab.js
+ */
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { Fabric } from '../src/fabric/fabric.js';
+import { Lab } from '../src/clocklab/lab.js';
+import { startClockLab } from '../src/clocklab/server.js';
+import { silentLogger } from '../src/util/logger.js';
+import { SeededRng } from '../src/util/rng.js';
+
+const fmt = (n: number): string => (Number.isInteger(n) || n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
+
+function table(title: string, header: string[], rows: Array<Array<string | number>>): void {
+  console.log(`\n${title}`);
+  const cells = [header, ...rows.map((r) => r.map((c) => (typeof c === 'number' ? fmt(c) : c)))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => String(r[i]).length)));
+  for (const [k, r] of cells.entries()) {
+    console.log(r.map((c, i) => String(c).padStart(widths[i] as number)).join('  '));
+    if (k === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  }
+}
+
+// ---------------------------------------------------------------- 1. bus to WebSocket clients
+
+const probeMark = Buffer.from('"label":"probe"');
+
+async function busToClients(clients: number, events: number): Promise<{ eventsPerSec: number; framesPerSec: number; dropped: number }> {
+  const handle = await startClockLab({ port: 0, proxyPort: false, host: '127.0.0.1', env: { VC_SEED: '1', VC_WS_CLIENT_QUEUE_BYTES: String(64 * 1024 * 1024) }, logger: silentLogger() });
+  const lab = handle.lab;
+  const url = `ws://127.0.0.1:${handle.port}/ws`;
+  const sockets: WebSocket[] = [];
+  let remaining = clients;
+  let done: () => void = () => {};
+  const allDone = new Promise<void>((r) => (done = r));
+  for (let i = 0; i < clients; i++) {
+    const ws = new WebSocket(url);
+    // Clients share this process and its two cores with the server, so they only scan the raw frame
+    // for the probe published last (parsing every frame would measure JSON.parse, not the fan-out).
+    ws.on('message', (data) => {
+      if ((data as Buffer).indexOf(probeMark) >= 0 && --remaining === 0) done();
+    });
+    sockets.push(ws);
+    await new Promise((r) => ws.once('open', r));
+  }
+  const t0 = performance.now();
+  // Each internal event publishes two events; batches stay well under the 4096-event bus buffer.
+  const batch = 1000;
+  for (let sent = 0; sent < events; sent += batch * 2) {
+    for (let k = 0; k < batch; k++) lab.internalEvent('p1');
+    await new Promise((r) => setImmediate(r));
+  }
+  lab.internalEvent('p1', 'probe');
+  await allDone;
+  const ms = performance.now() - t0;
+  const metrics = await (await fetch(`http://127.0.0.1:${handle.port}/metrics`)).text();
+  const dropped = Number(/^vc_ws_events_dropped_total (\S+)$/m.exec(metrics)?.[1] ?? 0) + Number(/^vc_event_bus_publish_drops (\S+)$/m.exec(metrics)?.[1] ?? 0);
+  for (const ws of sockets) ws.terminate();
+  await handle.close();
+  const total = events + 2;
+  return { eventsPerSec: (total / ms) * 1000, framesPerSec: ((total * clients) / ms) * 1000, dropped };
+}
+
+// ---------------------------------------------------------------- 2. messages between processes
+
+function fabricBaseline(n: number, messages: number): number {
+  const f = new Fabric<number>({ rng: new SeededRng(1), linkQueueMax: 1 << 20 });
+  const ids = Array.from({ length: n }, (_, i) => `p${i}`);
+  for (const id of ids) f.addNode(id);
+  const rng = new SeededRng(2);
+  let received = 0;
+  let now = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < messages; i++) {
+    const a = rng.int(n);
+    let b = rng.int(n - 1);
+    if (b >= a) b++;
+    f.submit(ids[a] as string, ids[b] as string, i, now);
+    if (i % 100 === 99) f.deliverDue(++now, (_to, batch) => (received += batch.length));
+  }
+  f.deliverDue(now + 1, (_to, batch) => (received += batch.length));
+  const ms = performance.now() - t0;
+  if (received !== messages) throw new Error('baseline lost messages');
+  return (messages / ms) * 1000;
+}
+
+function labMessages(n: number, messages: number, clock: 'vector' | 'matrix', cast: 'unicast' | 'broadcast'): number {
+  let delivered = 0;
+  const lab = new Lab({ rng: new SeededRng(1), emit: (type) => { if (type === 'message_delivered') delivered++; }, config: { defaultDelayMs: 1, initialBalance: 0 } });
+  for (let i = 0; i < n; i++) lab.spawn(`p${i}`, clock);
+  const rng = new SeededRng(2);
+  const t0 = performance.now();
+  let sent = 0;
+  let i = 0;
+  while (sent < messages) {
+    const a = rng.int(n);
+    if (cast === 'broadcast') {
+      lab.broadcast(`p${a}`, 'x');
+      sent += n - 1;
+    } else {
+      let b = rng.int(n - 1);
+      if (b >= a) b++;
+      lab.send(`p${a}`, `p${b}`, 'x');
+      sent++;
+    }
+    if (++i % 100 === 0) lab.advance(1);
+  }
+  lab.runUntilQuiet(1e9);
+  const ms = performance.now() - t0;
+  if (delivered !== sent) throw new Error(`lab delivered ${delivered} of ${sent}`);
+  return (sent / ms) * 1000;
+}
+
+// ---------------------------------------------------------------- 3. snapshots
+
+function snapshotTime(n: number, runs: number): { ms: number; virtualMs: number; markers: number } {
+  let markers = 0;
+  const lab = new Lab({ rng: new SeededRng(1), emit: (type) => { if (type === 'marker_sent') markers++; }, config: { defaultDelayMs: 1 } });
+  for (let i = 0; i < n; i++) lab.spawn(`p${i}`, 'vector');
+  // some traffic in flight so channel states are recorded
+  for (let i = 0; i < n; i++) lab.send(`p${i}`, `p${(i + 1) % n}`, 'transfer', 1);
+  let total = 0;
+  let virtual = 0;
+  for (let r = 0; r < runs; r++) {
+    const t0 = performance.now();
+    const v0 = lab.now;
+    const s = lab.startSnapshot(`p${r % n}`);
+    if (!s.ok) throw new Error(s.error.message);
+    lab.runUntilQuiet(1e9);
+    total += performance.now() - t0;
+    virtual += lab.now - v0;
+    const v = lab.verifySnapshot(s.value.id);
+    if (!v.ok || !v.value.consistent) throw new Error('snapshot not consistent');
+  }
+  return { ms: total / runs, virtualMs: virtual / runs, markers: markers / runs };
+}
+
+async function main(): Promise<void> {
+  console.log(`clock lab benchmarks (node ${process.version}, ${new Date().toISOString()})`);
+
+  const busRows: Array<Array<string | number>> = [];
+  let base = 0;
+  for (const clients of [1, 10, 100]) {
+    const events = 40_000;
+    const r = await busToClients(clients, events);
+    if (clients === 1) base = r.framesPerSec;
+    busRows.push([clients, events, r.eventsPerSec, r.framesPerSec, `${(r.framesPerSec / base).toFixed(2)}x`, r.dropped]);
+  }
+  table('1. events through the bus to WebSocket clients (server and clients share this process)', ['clients', 'events', 'events/s (all clients done)', 'frames/s delivered', 'frames vs 1 client', 'dropped'], busRows);
+
+  const msgRows: Array<Array<string | number>> = [];
+  const baseline = fabricBaseline(10, 200_000);
+  msgRows.push(['bare fabric (baseline)', 10, 'unicast', baseline, '1.00x']);
+  for (const [n, clock, cast, count] of [
+    [3, 'vector', 'unicast', 200_000],
+    [10, 'vector', 'unicast', 200_000],
+    [50, 'vector', 'unicast', 50_000],
+    [10, 'matrix', 'unicast', 100_000],
+    [10, 'vector', 'broadcast', 200_000],
+  ] as const) {
+    const r = labMessages(n, count, clock, cast);
+    msgRows.push([`lab, ${clock} clocks`, n, cast, r, `${(r / baseline).toFixed(2)}x`]);
+  }
+  table('2. messages/s between processes (send + causal delivery, virtual time)', ['path', 'processes', 'cast', 'messages/s', 'vs baseline'], msgRows);
+
+  const snapRows: Array<Array<string | number>> = [];
+  let base10 = 0;
+  for (const [n, runs] of [[10, 50], [50, 10], [100, 5]] as const) {
+    const r = snapshotTime(n, runs);
+    if (n === 10) base10 = r.ms;
+    snapRows.push([n, r.markers, r.ms, r.virtualMs, `${(r.ms / base10).toFixed(1)}x`]);
+  }
+  table('3. Chandy–Lamport snapshot completion (1 ms channels; wall time is CPU cost)', ['processes', 'markers', 'wall ms', 'virtual ms', 'vs 10 processes'], snapRows);
+}
+
+await main();
