@@ -60,7 +60,9 @@ t.test('one write is one trace across the front process, the leader, the fabric 
   const srv = await startReplSim({ TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${recv.port}`, OTEL_BSP_SCHEDULE_DELAY: '100' });
   t.teardown(() => srv.stop());
   const c = api(srv.base);
-  const cl = (await c.post('/api/v1/clusters', { strategy: 'single_leader', node_count: 3, replication_mode: 'sync' })).body;
+  // async: the client is answered once the leader applied; the followers' work still joins the trace
+  // (sync would add a 1 s ack deadline that a loaded CI machine with tracing on can miss).
+  const cl = (await c.post('/api/v1/clusters', { strategy: 'single_leader', node_count: 3, replication_mode: 'async' })).body;
   const w = await c.post(`/api/v1/clusters/${cl.id}/write`, { key: 'traced', value: 'v' });
   t.equal(w.status, 200);
   const root = await eventually(() => recv.spans.find((s) => s.name === `POST /api/v1/clusters/${cl.id}/write`), 10_000);
