@@ -182,8 +182,6 @@ const svc: ServiceUnderTest<Fixture> = {
     const dir = mkdtempSync(join(tmpdir(), 'flags-fuzz-'));
     const started = await startService('dist/src/flags/main.js', {
       NODE_OPTIONS: '',
-      // info: the service prints its port in its "listening" log line.
-      LOGGING_LEVEL: 'info',
       FLAGS_DB: join(dir, 'flags.db'),
       FLAGS_ADMIN_EMAIL: adminEmail,
       FLAGS_ADMIN_PASSWORD: adminPassword,

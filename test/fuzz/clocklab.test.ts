@@ -1,0 +1,188 @@
+/**
+ * Hostile-input fuzzing of every endpoint of the clock lab (spec + DECISIONS.md: processes, events,
+ * messages, broadcast, channel faults, partitions, delivery mode, KV store, snapshots with and without
+ * the /api/v1 prefix, scenarios, simulation), against the real process (dist/src/clocklab/main.js),
+ * then a subset through its browser-facing proxy. After every success the simulation is reset and the
+ * fixture rebuilt (it is in-process and cheap); the state a refused request must not change is the
+ * simulation state without its clock (processes with their clocks, channels, partitions, snapshots,
+ * delivery mode) and every KV key's versions. Properties and runner: harness.ts.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import t from 'tap';
+import { api } from '../helpers/http.js';
+import { repoRoot, type Started } from '../helpers/server.js';
+import type { Hostile } from './generators.js';
+import { fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, waitQuiet, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+
+interface Fixture {
+  /** The lab's own address (the proxy suite sends through the proxy but reads state here). */
+  labBase: string;
+  snapshotId: string;
+  partitionId: string;
+}
+
+interface LabStarted extends Started {
+  labBase: string;
+}
+
+/**
+ * Starts dist/src/clocklab/main.js like test/helpers/server.ts's startService does, but reads both
+ * ports from stdout or stderr: this main prints plain "http://localhost:N" lines and logs the JSON
+ * `"port"` line through the logger on stderr, which startService (stdout only) does not see.
+ */
+function startLabProcess(): Promise<Started> {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/clocklab/main.js')], {
+    env: { ...process.env, NODE_OPTIONS: '', LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'info', PORT: '0', PROXY_PORT: '0', VC_SEED: '11' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const stop = (): Promise<void> => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 3000).unref();
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`clock lab did not start: ${out}`)), 20_000);
+    const seen = (d: Buffer): void => {
+      out += d.toString();
+      const port = Number(/"port":(\d+)/.exec(out)?.[1] ?? /clock lab +http:\/\/localhost:(\d+)/.exec(out)?.[1] ?? NaN);
+      const proxy = Number(/"proxyPort":(\d+)/.exec(out)?.[1] ?? /UI http:\/\/localhost:(\d+)/.exec(out)?.[1] ?? NaN);
+      if (Number.isInteger(port) && Number.isInteger(proxy)) {
+        clearTimeout(timer);
+        resolve({ base: `http://127.0.0.1:${port}`, port, child, stop, output: () => `${out}\nproxy ${proxy}` });
+      }
+    };
+    child.stdout.on('data', seen);
+    child.stderr.on('data', seen);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`clock lab exited with ${code}: ${out}`));
+    });
+  });
+}
+
+async function startLab(viaProxy: boolean): Promise<LabStarted> {
+  const s = await startLabProcess();
+  if (!viaProxy) return { ...s, labBase: s.base };
+  const proxyPort = Number(/proxy (\d+)$/.exec(s.output())?.[1]);
+  return { ...s, labBase: s.base, port: proxyPort, base: `http://127.0.0.1:${proxyPort}` };
+}
+
+async function must<T>(p: Promise<{ status: number; body: T; text: string }>, what: string): Promise<T> {
+  const r = await p;
+  if (r.status >= 300) throw new Error(`fixture: ${what} answered ${r.status} ${r.text}`);
+  return r.body;
+}
+
+interface LabState {
+  time_ms?: number;
+  in_flight: number;
+  snapshots: Array<{ status: string }>;
+  [k: string]: unknown;
+}
+
+/** The simulation without its clock, and every KV key (first 50) with its versions. */
+async function snapshot(labBase: string): Promise<unknown> {
+  const c = api(labBase);
+  const { time_ms: _time, ...state } = (await c.get<LabState>('/api/v1/simulation/state')).body;
+  const keys = (await c.get<{ keys: string[] }>('/api/v1/kv')).body.keys ?? [];
+  const kv: Record<string, unknown> = {};
+  for (const k of [...keys].sort().slice(0, 50)) kv[k] = (await c.get(`/api/v1/kv/${encodeURIComponent(k)}`)).body;
+  return { state, kv };
+}
+
+/** Reset, then: p4 (matrix) and victim spawned, k1 written, p4|victim partitioned, one finished snapshot. */
+async function rebuild(labBase: string, fx: Fixture): Promise<void> {
+  const c = api(labBase);
+  await must(c.post('/api/v1/simulation/reset'), 'reset');
+  await must(c.post('/api/v1/processes', { id: 'p4', clock_type: 'matrix' }), 'spawn p4');
+  await must(c.post('/api/v1/processes', { id: 'victim', clock_type: 'scalar' }), 'spawn victim');
+  await must(c.put('/api/v1/kv/k1', { value: 'one', writer: 'p1' }), 'write k1');
+  fx.partitionId = (await must(c.post<{ id: string }>('/api/v1/partition', { side_a: ['p4'], side_b: ['victim'] }), 'partition')).id;
+  fx.snapshotId = (await must(c.post<{ id: string }>('/api/v1/processes/p1/snapshot'), 'snapshot')).id;
+  // Quiet: markers and messages delivered, the snapshot finished, nothing moving.
+  await waitQuiet(async () => {
+    const s = (await c.get<LabState>('/api/v1/simulation/state')).body;
+    return { inFlight: s.in_flight, snapshots: s.snapshots.map((x) => x.status) };
+  }, 3000, 30);
+}
+
+const processBody: Hostile = { id: 'p9', clock_type: 'vector' };
+const messageBody: Hostile = { from: 'p1', to: 'p2', payload: 'hello', amount: 5 };
+const kvBody: Hostile = { value: 'two', writer: 'p2', version: { p2: 1 } };
+
+const endpoints: Array<Endpoint<Fixture>> = [
+  { method: 'GET', path: '/healthz' },
+  { method: 'GET', path: '/readyz' },
+  { method: 'GET', path: '/metrics' },
+  { method: 'GET', path: '/ws', query: () => [['token', 'x']] },
+  { method: 'GET', path: '/api/v1/processes' },
+  { method: 'POST', path: '/api/v1/processes', body: () => processBody },
+  { method: 'GET', path: '/api/v1/processes/{id}', params: () => ({ id: 'p4' }) },
+  { method: 'DELETE', path: '/api/v1/processes/{id}', params: () => ({ id: 'victim' }) },
+  { method: 'POST', path: '/api/v1/processes/{id}/event', params: () => ({ id: 'p2' }), body: () => ({ label: 'work' }) },
+  { method: 'POST', path: '/api/v1/processes/{id}/snapshot', params: () => ({ id: 'p2' }) },
+  { method: 'POST', path: '/processes/{id}/snapshot', label: 'without /api/v1', params: () => ({ id: 'p3' }) },
+  { method: 'GET', path: '/api/v1/snapshots' },
+  { method: 'GET', path: '/api/v1/snapshots/{id}', params: (fx) => ({ id: fx.snapshotId }) },
+  { method: 'GET', path: '/snapshots/{id}', label: 'without /api/v1', params: (fx) => ({ id: fx.snapshotId }) },
+  { method: 'GET', path: '/api/v1/snapshots/{id}/verify', params: (fx) => ({ id: fx.snapshotId }) },
+  { method: 'GET', path: '/snapshots/{id}/verify', label: 'without /api/v1', params: (fx) => ({ id: fx.snapshotId }) },
+  { method: 'POST', path: '/api/v1/messages', body: () => messageBody },
+  { method: 'POST', path: '/api/v1/broadcast', body: () => ({ from: 'p3', payload: 'all' }) },
+  { method: 'GET', path: '/api/v1/channels' },
+  { method: 'POST', path: '/api/v1/channels/{from}/{to}/faults', params: () => ({ from: 'p1', to: 'p3' }), body: () => ({ delay_ms: 20, drop_rate: 0.5, reorder: true, reorder_window_ms: 30 }) },
+  { method: 'POST', path: '/api/v1/partition', body: () => ({ side_a: ['p1'], side_b: ['p2', 'p3'] }) },
+  { method: 'DELETE', path: '/api/v1/partition/{id}', params: (fx) => ({ id: fx.partitionId }) },
+  { method: 'DELETE', path: '/api/v1/faults' },
+  { method: 'GET', path: '/api/v1/delivery' },
+  { method: 'PUT', path: '/api/v1/delivery', body: () => ({ mode: 'immediate' }) },
+  { method: 'GET', path: '/api/v1/kv' },
+  { method: 'PUT', path: '/api/v1/kv/{key}', params: () => ({ key: 'k2' }), body: () => kvBody },
+  { method: 'GET', path: '/api/v1/kv/{key}', params: () => ({ key: 'k1' }), query: () => [['reader', 'p3']] },
+  { method: 'GET', path: '/api/v1/scenarios' },
+  { method: 'POST', path: '/api/v1/scenarios/{name}/run', params: () => ({ name: 'FalseConflict' }), runsFactor: 0.5 },
+  { method: 'GET', path: '/api/v1/simulation/state' },
+  { method: 'POST', path: '/api/v1/simulation/reset' },
+];
+
+/** Through the proxy: its own page, and forwarded routes that take bodies, path parameters and queries. */
+const proxyPaths = new Set(['/api/v1/processes', '/api/v1/processes/{id}', '/api/v1/messages', '/api/v1/kv/{key}', '/api/v1/channels/{from}/{to}/faults', '/api/v1/snapshots/{id}/verify']);
+const proxyEndpoints: Array<Endpoint<Fixture>> = [
+  { method: 'GET', path: '/' },
+  { method: 'GET', path: '/index.html' },
+  ...endpoints.filter((e) => proxyPaths.has(e.path)).map((e) => ({ ...e, runsFactor: 0.5 })),
+];
+
+const knownBugs: KnownBug[] = [headHasBody, oversizeAtOnce, unknownMethodDropped];
+
+const hostileHeaders: Array<Record<string, string | null>> = [
+  { authorization: 'Bearer' },
+  { authorization: 'Bearer x:y' },
+  { authorization: `Bearer ${'a'.repeat(8000)}` },
+  { origin: 'http://evil.example' },
+  { origin: 'null' },
+  { 'x-forwarded-for': '1.2.3.4, <script>' },
+];
+
+function lab(name: string, viaProxy: boolean, eps: Array<Endpoint<Fixture>>): ServiceUnderTest<Fixture> {
+  return {
+    name,
+    start: () => startLab(viaProxy),
+    setup: async (srv) => {
+      const fx: Fixture = { labBase: (srv as LabStarted).labBase, snapshotId: '', partitionId: '' };
+      await rebuild(fx.labBase, fx);
+      return fx;
+    },
+    snapshot: (_srv, fx) => snapshot(fx.labBase),
+    restore: (_srv, fx) => rebuild(fx.labBase, fx),
+    hostileHeaders,
+    endpoints: eps,
+    knownBugs,
+  };
+}
+
+await t.test('the clock lab itself', (t) => fuzzService(t, lab('clock lab', false, endpoints), fuzzOptions(10)));
+await t.test('the clock lab through its browser-facing proxy', (t) => fuzzService(t, lab('clock lab proxy', true, proxyEndpoints), fuzzOptions(4)));
