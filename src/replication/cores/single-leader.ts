@@ -266,6 +266,12 @@ export class SingleLeaderCore implements NodeCore {
       applied++;
     }
     this.compact();
+    if (this.lastIndex > m.last) {
+      // We hold entries the leader never had (written under a leader that was failed over):
+      // they are orphaned. Rebuild from the leader's store so this replica converges with it.
+      this.send(m.leader, { t: 'ack', epoch: this.epoch, match: -1, ok: false });
+      return;
+    }
     this.commitIndex = Math.max(this.commitIndex, Math.min(m.commit, this.lastIndex));
     if (applied > 0) this.event({ type: 'entry_replicated', node_id: this.id, data: { index: this.lastIndex, entries: applied, leader: m.leader } });
     this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: true });
