@@ -66,8 +66,10 @@ const reasonsShownMax = 20;
 export class GlobalSnapshot {
   readonly participants: readonly string[];
   readonly processes = new Map<string, RecordedProcess>();
-  private readonly channels = new Map<string, ChannelRecord>();
-  private readonly members: ReadonlySet<string>;
+  /** Channel from participant i to participant j at i * n + j (undefined on the diagonal). */
+  private readonly channels: Array<ChannelRecord | undefined>;
+  private readonly index: ReadonlyMap<string, number>;
+  private readonly channelCount: number;
   private openChannels: number;
   /** Participants killed before the snapshot completed. */
   readonly killed: string[] = [];
@@ -83,16 +85,20 @@ export class GlobalSnapshot {
   ) {
     invariant(participants.includes(initiator), 'the initiator takes part in its own snapshot');
     this.participants = [...participants];
-    this.members = new Set(participants);
-    for (const from of participants) {
-      for (const to of participants) {
-        if (from === to) continue;
-        this.channels.set(key(from, to), {
-          from, to, phase: 'waiting', messages: [], sentAtCut: undefined, arrivedAtCut: undefined, stragglers: new Set(), late: [],
-        });
+    const n = participants.length;
+    this.index = new Map(participants.map((p, i) => [p, i]));
+    this.channels = new Array<ChannelRecord | undefined>(n * n);
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        if (i === j) continue;
+        this.channels[i * n + j] = {
+          from: participants[i] as string, to: participants[j] as string, phase: 'waiting', messages: [],
+          sentAtCut: undefined, arrivedAtCut: undefined, stragglers: new Set(), late: [],
+        };
       }
     }
-    this.openChannels = this.channels.size;
+    this.channelCount = n * (n - 1);
+    this.openChannels = this.channelCount;
   }
 
   get status(): SnapshotStatus {
@@ -101,7 +107,7 @@ export class GlobalSnapshot {
   }
 
   isParticipant(p: string): boolean {
-    return this.members.has(p);
+    return this.index.has(p);
   }
 
   hasRecorded(p: string): boolean {
@@ -109,11 +115,13 @@ export class GlobalSnapshot {
   }
 
   channel(from: string, to: string): ChannelRecord | undefined {
-    return this.channels.get(key(from, to));
+    const i = this.index.get(from);
+    const j = this.index.get(to);
+    return i === undefined || j === undefined ? undefined : this.channels[i * this.participants.length + j];
   }
 
   channelList(): ChannelRecord[] {
-    return [...this.channels.values()];
+    return this.channels.filter((c): c is ChannelRecord => c !== undefined);
   }
 
   /**
@@ -124,13 +132,16 @@ export class GlobalSnapshot {
    */
   record(state: RecordedProcess, sentOn: (to: string) => number, arrivedOn: (from: string) => number, markerFrom: string | undefined, nowMs: number): void {
     const p = state.id;
-    invariant(this.members.has(p) && !this.processes.has(p), `${p} records its state once per snapshot`);
+    const i = this.index.get(p);
+    invariant(i !== undefined && !this.processes.has(p), `${p} records its state once per snapshot`);
     this.processes.set(p, state);
-    for (const q of this.participants) {
-      if (q === p) continue;
-      const out = this.channels.get(key(p, q)) as ChannelRecord;
+    const n = this.participants.length;
+    for (let j = 0; j < n; j++) {
+      if (j === i) continue;
+      const q = this.participants[j] as string;
+      const out = this.channels[i * n + j] as ChannelRecord;
       out.sentAtCut = sentOn(q);
-      const inc = this.channels.get(key(q, p)) as ChannelRecord;
+      const inc = this.channels[j * n + i] as ChannelRecord;
       inc.arrivedAtCut = arrivedOn(q);
       if (q === markerFrom) this.close(inc);
       else inc.phase = 'recording';
@@ -140,7 +151,7 @@ export class GlobalSnapshot {
 
   /** The marker rule at `to` for a marker from `from`: 'record' when it is the first marker `to` sees. */
   onMarker(from: string, to: string, nowMs: number): 'record' | 'closed' | 'ignored' {
-    const ch = this.channels.get(key(from, to));
+    const ch = this.channel(from, to);
     if (!ch || ch.phase === 'closed') return 'ignored';
     if (!this.processes.has(to)) return 'record';
     this.close(ch);
@@ -150,9 +161,9 @@ export class GlobalSnapshot {
 
   /** An application message taken off channel from→to. */
   onArrival(msg: RecordedMessage): void {
-    const ch = this.channels.get(key(msg.from, msg.to));
+    const ch = this.channel(msg.from, msg.to);
     if (!ch) {
-      if (this.members.has(msg.to) && !this.members.has(msg.from) && !this.processes.has(msg.to) && this.completedAtMs === undefined) {
+      if (this.index.has(msg.to) && !this.index.has(msg.from) && !this.processes.has(msg.to) && this.completedAtMs === undefined) {
         this.outsiderReceipts.push(`${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, before recording its state: a receive whose send is outside the cut`);
       }
       return;
@@ -163,18 +174,18 @@ export class GlobalSnapshot {
 
   /** Marker arrival found these messages, sent before the cut, still in flight (a reordering channel). */
   addStragglers(from: string, to: string, ids: readonly string[]): void {
-    const ch = this.channels.get(key(from, to));
+    const ch = this.channel(from, to);
     if (ch) for (const id of ids) ch.stragglers.add(id);
   }
 
   /** A message lost on the way: it is neither received nor in transit, so it no longer counts against the cut. */
   onDropped(from: string, to: string, id: string): void {
-    this.channels.get(key(from, to))?.stragglers.delete(id);
+    this.channel(from, to)?.stragglers.delete(id);
   }
 
   /** A participant died before the snapshot completed: its markers will never be sent or received. */
   onKilled(p: string): void {
-    if (this.members.has(p) && this.completedAtMs === undefined && !this.killed.includes(p)) this.killed.push(p);
+    if (this.index.has(p) && this.completedAtMs === undefined && !this.killed.includes(p)) this.killed.push(p);
   }
 
   /** Σ recorded balances + held-back amounts + in-transit amounts (the bank-transfer invariant). */
@@ -184,7 +195,7 @@ export class GlobalSnapshot {
       sum += p.balance;
       for (const m of p.held) sum += m.amount;
     }
-    for (const ch of this.channels.values()) for (const m of ch.messages) sum += m.amount;
+    for (const ch of this.channels) if (ch) for (const m of ch.messages) sum += m.amount;
     return sum;
   }
 
@@ -210,7 +221,8 @@ export class GlobalSnapshot {
       reasons.push(`snapshot not complete: ${parts.join('; ')}`);
     }
     let inTransit = 0;
-    for (const ch of this.channels.values()) {
+    for (const ch of this.channels) {
+      if (!ch) continue;
       inTransit += ch.messages.length;
       if (ch.sentAtCut !== undefined && ch.arrivedAtCut !== undefined && ch.arrivedAtCut > ch.sentAtCut) {
         reasons.push(`${ch.to} had received message #${ch.arrivedAtCut} on ${ch.from}→${ch.to} when it recorded, but ${ch.from} had sent only ${ch.sentAtCut} when it recorded: a receive whose send is outside the cut`);
@@ -233,7 +245,7 @@ export class GlobalSnapshot {
       consistent: status === 'complete' && reasons.length === 0,
       status,
       reasons: shown,
-      channels_checked: this.channels.size,
+      channels_checked: this.channelCount,
       in_transit: inTransit,
     };
   }
@@ -248,8 +260,4 @@ export class GlobalSnapshot {
     if (this.completedAtMs !== undefined || this.killed.length > 0) return;
     if (this.openChannels === 0 && this.processes.size === this.participants.length) this.completedAtMs = nowMs;
   }
-}
-
-function key(from: string, to: string): string {
-  return `${from}\u0000${to}`;
 }
