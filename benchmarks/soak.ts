@@ -297,8 +297,8 @@ async function churnLoop(): Promise<void> {
       continue;
     }
     churn.deleted++;
-    const after = await threadsSettleTo(before, 5000);
-    if (after > before) churn.leaks.push(`${elapsed()} ${k.kind}: threads ${before} before create, ${after} 5 s after delete`);
+    const after = await threadsSettleTo(before, 10_000);
+    if (after > before) churn.leaks.push(`${elapsed()} ${k.kind}: threads ${before} before create, ${after} 10 s after delete`);
   }
 }
 
