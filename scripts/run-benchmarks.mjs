@@ -4,7 +4,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 
-const skip = new Set(['lib', 'hello-uws']);
+// load and soak have their own targets (make load, make soak DURATION=...): long, and not ratio benchmarks.
+const skip = new Set(['lib', 'hello-uws', 'load', 'soak']);
 const all = readdirSync('dist/benchmarks').filter((f) => f.endsWith('.js')).map((f) => f.slice(0, -3)).filter((n) => !skip.has(n)).sort();
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : all;
