@@ -156,9 +156,10 @@ const leaderHint = /leader is (\S+?)\)?$/;
 
 /**
  * A client read at `node`. A raft follower refuses it (only the leader serves reads, with
- * ReadIndex): the refusal is recorded and the read is retried at the leader it names.
+ * ReadIndex): the refusal is recorded and the read is retried at the leader it names, or at the
+ * cluster's leader when the follower does not know one (it may have just timed out behind the slow link).
  */
-async function readAt(env: DemoEnv, node: string, key: string, purpose: string, reads: ReadRecord[]): Promise<ReadRecord> {
+async function readAt(env: DemoEnv, node: string, key: string, purpose: string, reads: ReadRecord[], leader?: string): Promise<ReadRecord> {
   const at = nowIso();
   const r = await env.api.read(node, key, 'demo-client');
   if (r.ok) {
@@ -169,8 +170,8 @@ async function readAt(env: DemoEnv, node: string, key: string, purpose: string, 
   if (/not found in cluster/.test(r.error)) throw new HttpError(409, `node ${node} left the cluster during the demo: ${r.error}`);
   if (/not leader|no leader/.test(r.error)) {
     reads.push({ purpose, asked_node: node, served_by: null, key, value: null, timestamp: null, outcome: 'refused', error: r.error, at, latency_ms: round(r.ms) });
-    const leader = leaderHint.exec(r.error)?.[1];
-    if (leader !== undefined && leader !== node) return readAt(env, leader, key, `${purpose} (redirected to the leader)`, reads);
+    const to = leaderHint.exec(r.error)?.[1] ?? leader;
+    if (to !== undefined && to !== node) return readAt(env, to, key, `${purpose} (redirected to the leader)`, reads);
     return reads[reads.length - 1] as ReadRecord;
   }
   const rec: ReadRecord = { purpose, asked_node: node, served_by: null, key, value: null, timestamp: null, outcome: 'not_found', error: r.error, at, latency_ms: round(r.ms) };
@@ -243,12 +244,12 @@ async function readYourWrites(env: DemoEnv, st: ClusterState): Promise<DemoRepor
     narrative.push(`Slowed the link ${roles.writer} -> ${roles.lagging} to ${lag.injected_ms} ms one way (it was ${lag.previous_ms} ms): ${roles.lagging} now lags.`);
     const w = await doWrite(env, roles.writer, key, v2, writes);
     narrative.push(`You updated it to "${v2}" on ${roles.writer}; the write was acknowledged in ${writes[1]?.latency_ms} ms.`);
-    const r = await readAt(env, roles.lagging, key, 'read your own write', reads);
+    const r = await readAt(env, roles.lagging, key, 'read your own write', reads, roles.leader);
     const got = served(reads, 'read your own write') ?? r;
     narrative.push(`Your next read went to ${roles.lagging} and returned ${describeRead(got)}.`);
     const held = got.outcome === 'value' && got.timestamp !== null && got.timestamp >= w.entry.timestamp;
     await sleep(lag.injected_ms + 100);
-    const later = await readAt(env, roles.lagging, key, 'read again after the lag', reads);
+    const later = await readAt(env, roles.lagging, key, 'read again after the lag', reads, roles.leader);
     const laterGot = served(reads, 'read again after the lag') ?? later;
     narrative.push(`${lag.injected_ms + 100} ms later the same read returned ${describeRead(laterGot)}.`);
     const refused = refusedNote(reads);
@@ -286,10 +287,10 @@ async function monotonicReads(env: DemoEnv, st: ClusterState): Promise<DemoRepor
     narrative.push(`Slowed the link ${roles.writer} -> ${roles.lagging} to ${lag.injected_ms} ms one way: ${roles.lagging} now lags.`);
     await doWrite(env, roles.writer, key, v2, writes);
     narrative.push(`Someone updated it to "${v2}" on ${roles.writer}.`);
-    await readAt(env, roles.writer, key, 'first read', reads);
+    await readAt(env, roles.writer, key, 'first read', reads, roles.leader);
     const first = served(reads, 'first read');
     narrative.push(`Your first read hit the up-to-date ${roles.writer} and returned ${describeRead(first)}.`);
-    await readAt(env, roles.lagging, key, 'second read', reads);
+    await readAt(env, roles.lagging, key, 'second read', reads, roles.leader);
     const second = served(reads, 'second read');
     narrative.push(`Your second read, a moment later, hit ${roles.lagging} and returned ${describeRead(second)}.`);
     const held = first !== undefined && second !== undefined && !olderThan(second, first);
@@ -346,7 +347,7 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
       const visible: number[] = [];
       for (const m of [...sequence].reverse()) {
         const pollReads: ReadRecord[] = [];
-        await readAt(env, observer, m.key, `observe message ${m.seq}`, pollReads);
+        await readAt(env, observer, m.key, `observe message ${m.seq}`, pollReads, roles.leader);
         const got = served(pollReads, `observe message ${m.seq}`);
         if (got?.outcome === 'value') visible.push(m.seq);
         if (observations.length === 0) reads.push(...pollReads);
