@@ -105,7 +105,7 @@ function onlineNodes(st: ClusterState): string[] {
   return st.node_ids.filter((id) => st.nodes[id]?.state === 'online');
 }
 
-async function rolesOf(env: DemoEnv, st: ClusterState, kind: DemoKind): Promise<Roles> {
+async function rolesOf(env: DemoEnv, st: ClusterState, kind: DemoKind, key: string): Promise<Roles> {
   const online = onlineNodes(st);
   if (online.length < 2) {
     throw new HttpError(400, `the ${kind} demo needs at least 2 online nodes (a writer and a replica to read from); cluster ${st.id} has ${online.length}`);
@@ -129,7 +129,7 @@ async function rolesOf(env: DemoEnv, st: ClusterState, kind: DemoKind): Promise<
   let lagging = others[others.length - 1] as string;
   if (strategy === 'leaderless' && kind !== 'consistent-prefix') {
     // Lag a replica that actually holds the key's copies, so the slow link matters.
-    const pl = await env.api.placement('demo', Math.min(st.config.quorum_n, st.node_ids.length));
+    const pl = await env.api.placement(key, Math.min(st.config.quorum_n, st.node_ids.length));
     const inList = pl.ok ? pl.body.preference_list.filter((n) => n !== writer && online.includes(n)) : [];
     if (inList[0] !== undefined) lagging = inList[0];
   }
@@ -230,8 +230,8 @@ function describeRead(r: ReadRecord | undefined): string {
 }
 
 async function readYourWrites(env: DemoEnv, st: ClusterState): Promise<DemoReport> {
-  const roles = await rolesOf(env, st, 'read-your-writes');
   const key = `demo-ryw-${randomUUID().slice(0, 8)}`;
+  const roles = await rolesOf(env, st, 'read-your-writes', key);
   const writes: WriteRecord[] = [];
   const reads: ReadRecord[] = [];
   const narrative: string[] = [];
@@ -273,8 +273,8 @@ async function readYourWrites(env: DemoEnv, st: ClusterState): Promise<DemoRepor
 }
 
 async function monotonicReads(env: DemoEnv, st: ClusterState): Promise<DemoReport> {
-  const roles = await rolesOf(env, st, 'monotonic-reads');
   const key = `demo-mr-${randomUUID().slice(0, 8)}`;
+  const roles = await rolesOf(env, st, 'monotonic-reads', key);
   const writes: WriteRecord[] = [];
   const reads: ReadRecord[] = [];
   const narrative: string[] = [];
@@ -313,8 +313,8 @@ async function monotonicReads(env: DemoEnv, st: ClusterState): Promise<DemoRepor
 }
 
 async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoReport> {
-  const roles = await rolesOf(env, st, 'consistent-prefix');
   const prefix = `demo-cp-${randomUUID().slice(0, 8)}`;
+  const roles = await rolesOf(env, st, 'consistent-prefix', prefix);
   const chat = ['Alice: shall we meet at noon?', 'Bob: noon works for me', 'Alice: great, see you then'];
   const authors = [roles.writer, roles.replier, roles.writer];
   const writes: WriteRecord[] = [];
@@ -367,6 +367,10 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
     const held = violations === 0;
     for (const o of observations) {
       narrative.push(`At +${o.at_ms} ms ${observer} showed ${o.visible.length === 0 ? 'no messages' : `message${o.visible.length > 1 ? 's' : ''} ${o.visible.join(', ')}`}.`);
+    }
+    const last = observations[observations.length - 1];
+    if (multiWriter && st.config.strategy === 'multi_leader' && last !== undefined && last.visible.length === sequence.length && last.at_ms < lag.injected_ms) {
+      narrative.push(`The messages from ${roles.writer} reached ${observer} before the slow link delivered them: a periodic anti-entropy exchange with another replica filled the gap.`);
     }
     const refused = refusedNote(reads);
     let explanation: string;

@@ -320,7 +320,7 @@ export async function hotKeyZipfian(s: ScriptContext): Promise<ScriptOutcome> {
   const replicas = pl.preference_list;
   s.step(`${ops} writes, ${Math.round(hotShare * 100)}% to hot:homepage and the rest over ${coldKeys} keys with a Zipf distribution, spread over all coordinators. hot:homepage lives on ${replicas.join(', ')}.`, { hot_share: hotShare, hot_replicas: replicas });
   const before = await s.cluster.mustState();
-  const rs = await pool(plan, 8, (p, i) => s.cluster.write(p.node, p.key, `write ${i}`));
+  const rs = await pool(plan, 16, (p, i) => s.cluster.write(p.node, p.key, `write ${i}`));
   const okCount = rs.filter((r) => r.ok).length;
   await s.sleep(200);
   const after = await s.cluster.mustState();
