@@ -46,7 +46,17 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const hub = new WsHub<{ clusterId: string | null }>();
   const droppedSeen = new Map<string, number>();
 
+  // prom-client gathers every metric concurrently and runs this from the lag gauge's get(): the
+  // synchronous updates (drop counters, partition gauges) must happen before the first await, or
+  // the other metrics are read before they are refreshed.
   const collect = async (): Promise<void> => {
+    for (const c of clusters.values()) {
+      const dropped = c.fabric.stats().dropped_full;
+      const seen = droppedSeen.get(c.id) ?? 0;
+      metrics.dropped.inc({ cluster_id: c.id }, dropped > seen ? dropped - seen : 0);
+      droppedSeen.set(c.id, dropped);
+      metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
+    }
     for (const c of clusters.values()) {
       try {
         await c.statuses();
@@ -56,12 +66,6 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       const leader = c.leaderId ? c.lastStatus.get(c.leaderId) : undefined;
       metrics.lag.remove({ cluster_id: c.id });
       if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) metrics.lag.set({ cluster_id: c.id, follower_id: f }, p.lag_ms);
-      const dropped = c.fabric.stats().dropped_full;
-      const seen = droppedSeen.get(c.id) ?? 0;
-      if (dropped > seen) metrics.dropped.inc({ cluster_id: c.id }, dropped - seen);
-      else metrics.dropped.inc({ cluster_id: c.id }, 0);
-      droppedSeen.set(c.id, dropped);
-      metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
     }
   };
   const metrics: SimMetrics = createSimMetrics(collect);
