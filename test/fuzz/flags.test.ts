@@ -13,7 +13,7 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { startService, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+import { allowTime, fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
 
 const adminEmail = 'fuzz-admin@example.com';
 const adminPassword = 'fuzz-password-0123';
@@ -217,4 +217,6 @@ const svc: ServiceUnderTest<Fixture> = {
   knownBugs,
 };
 
-await fuzzService(t, svc, fuzzOptions(10));
+const opts = fuzzOptions(10);
+allowTime(t, opts, endpoints.length);
+await fuzzService(t, svc, opts);

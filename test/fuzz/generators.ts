@@ -256,6 +256,8 @@ export const hostileSegments: string[] = [
   '%2F', 'a%2Fb', '..', '%2e%2e', '%2E%2E', '.', '%2e', '..%2F..%2Fetc%2Fpasswd', '%2e%2e%2f', '%5C', '%00', 'a%00b',
   '%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', '%F0%9F%98%80', '%FF%FE', '%20', '+', ';', ';a=b', '%3F', '%23', '*', '~',
   '__proto__', 'constructor', 'toString', 'a'.repeat(5000), 'x'.repeat(129), 'a'.repeat(65), 'A', '-', '_', '0', '-1', '1e308',
+  // Not percent-encoded: Latin-1 bytes (invalid UTF-8 on the wire), characters URLs must escape, raw UTF-8.
+  '\u00e9', '\u00ff\u00fe', '"', '<x>', '{}', '|', '^', '`', '\\', '\u00e9\u00e9/..', 'caf\u00e9', 'p\u00e9\u{1F600}', '\u{1F600}',
 ];
 
 /** Percent-encodes every UTF-8 byte that is not unreserved (lone surrogates become U+FFFD). */

@@ -112,7 +112,7 @@ export type Reply =
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
-/** Bodies above this go over a bare socket (sendOversize). */
+/** Bodies above this go over a bare socket (sendOverSocket). */
 const oversizeBytes = 1024 * 1024;
 
 /**
@@ -120,7 +120,8 @@ const oversizeBytes = 1024 * 1024;
  * over a bare socket that keeps reading while it writes, so an early 413 followed by a close is seen.
  */
 export function send(port: number, wire: Wire, timeoutMs: number, stream = false): Promise<Reply> {
-  if (wire.body !== undefined && wire.body.byteLength > oversizeBytes) return sendOversize(port, wire, timeoutMs);
+  // Node's client refuses paths with characters above U+00FF; those go raw (UTF-8) like the big bodies.
+  if ((wire.body !== undefined && wire.body.byteLength > oversizeBytes) || /[\u0100-\uffff]/.test(wire.path)) return sendOverSocket(port, wire, timeoutMs);
   const started = Date.now();
   return new Promise((resolve) => {
     let done = false;
@@ -167,7 +168,7 @@ export function send(port: number, wire: Wire, timeoutMs: number, stream = false
 }
 
 /** HTTP/1.1 by hand: headers, then the body (chunked or not) while reading whatever comes back. */
-function sendOversize(port: number, wire: Wire, timeoutMs: number): Promise<Reply> {
+function sendOverSocket(port: number, wire: Wire, timeoutMs: number): Promise<Reply> {
   const started = Date.now();
   const body = wire.body ?? Buffer.alloc(0);
   return new Promise((resolve) => {
@@ -202,7 +203,8 @@ function sendOversize(port: number, wire: Wire, timeoutMs: number): Promise<Repl
     const closed = (why: string): void => finish(parse() ?? { kind: 'error', message: `${why} before a complete response (${Buffer.concat(got).byteLength} bytes received)` });
     sock.on('error', (err) => closed(err.message));
     sock.on('close', () => closed('connection closed'));
-    const headers = { ...wire.headers, host: `127.0.0.1:${port}`, ...(wire.chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.byteLength) }) };
+    const framing = wire.body === undefined ? {} : wire.chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.byteLength) };
+    const headers = { ...wire.headers, host: `127.0.0.1:${port}`, ...framing };
     sock.write(`${wire.method} ${wire.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
     const sendBody = (): void => {
       const step = 64 * 1024;
@@ -417,7 +419,7 @@ export function corpus<F>(ep: Endpoint<F>, fx: F, full: boolean): Case[] {
     });
   }
   const names = paramNames(ep as Endpoint<unknown>);
-  const segments = full ? hostileSegments : ['%2F', '..', '%2e%2e', 'a'.repeat(5000), '%00', '%zz', '%ED%A0%80', '__proto__'];
+  const segments = full ? hostileSegments : ['%2F', '..', '%2e%2e', 'a'.repeat(5000), '%00', '%zz', '%ED%A0%80', '__proto__', '\u00e9', '\u{1F600}'];
   names.forEach((_, index) => {
     for (const segment of segments) out.push({ label: `path parameter ${names[index]} = ${clip(segment, 20)}`, path: { replace: { index, segment }, tail: '' }, body: { kind: 'valid' } });
   });
@@ -468,6 +470,15 @@ export function fuzzOptions(defaultRuns: number): FuzzOptions {
   // The bounded run uses a fixed seed, so `make test` is reproducible; long runs explore a new one each time.
   const seed = seedRaw !== undefined ? Number(seedRaw) : full ? Date.now() % 2 ** 31 : 20260101;
   return { runs: Number.isFinite(runs) && runs >= 0 ? Math.floor(runs) : defaultRuns, seed, full };
+}
+
+/**
+ * Long runs (make fuzz) outlast tap's per-file timeout (300 s in package.json): raise this file's to
+ * a budget of 300 ms per request, at least the default.
+ */
+export function allowTime(t: Test, opts: FuzzOptions, endpointCount: number): void {
+  const budgetMs = endpointCount * (opts.runs + 60) * 300;
+  if (budgetMs > 300_000) t.setTimeout(budgetMs);
 }
 
 export async function waitQuiet<T>(read: () => Promise<T>, maxMs = 3000, everyMs = 40): Promise<T> {
