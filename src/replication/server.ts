@@ -57,6 +57,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       droppedSeen.set(c.id, dropped);
       metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
     }
+    const lag: Array<[string, string, number]> = [];
     for (const c of clusters.values()) {
       try {
         await c.statuses();
@@ -64,9 +65,11 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
         // a node that is going away: keep the last values
       }
       const leader = c.leaderId ? c.lastStatus.get(c.leaderId) : undefined;
-      metrics.lag.remove({ cluster_id: c.id });
-      if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) metrics.lag.set({ cluster_id: c.id, follower_id: f }, p.lag_ms);
+      if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) lag.push([c.id, f, p.lag_ms]);
     }
+    // Lag is recomputed whole each time: followers that left (or clusters without a leader) disappear.
+    metrics.lag.reset();
+    for (const [cid, f, ms] of lag) metrics.lag.set({ cluster_id: cid, follower_id: f }, ms);
   };
   const metrics: SimMetrics = createSimMetrics(collect);
 
@@ -139,9 +142,11 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     if (!c) return false;
     clusters.delete(id);
     await c.close();
-    for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive]) {
-      (m as unknown as { remove: (l: Record<string, string>) => void }).remove({ cluster_id: id });
+    // Drop every series of the deleted cluster (prom-client removes by the full label set).
+    for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive] as unknown as Array<{ get(): Promise<{ values: Array<{ labels: Record<string, string | number> }> }>; remove(l: Record<string, string | number>): void }>) {
+      for (const v of (await m.get()).values) if (v.labels['cluster_id'] === id) m.remove(v.labels);
     }
+    for (const k of [...writeCounter.keys()]) if (k.startsWith(`${id}/`)) writeCounter.delete(k);
     droppedSeen.delete(id);
     return true;
   };
