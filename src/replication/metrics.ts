@@ -14,6 +14,7 @@ export interface SimMetrics {
   dropped: client.Counter<'cluster_id'>;
   partitionActive: client.Gauge<'cluster_id'>;
   wsDropped: client.Counter;
+  historyDropped: client.Counter<'cluster_id'>;
 }
 
 export function createSimMetrics(collect: () => Promise<void>): SimMetrics {
@@ -29,6 +30,7 @@ export function createSimMetrics(collect: () => Promise<void>): SimMetrics {
     dropped: new client.Counter({ name: 'sim_dropped_messages_total', help: 'back-pressure drops (full queues)', labelNames: ['cluster_id'], registers: [registry] }),
     partitionActive: new client.Gauge({ name: 'sim_partition_active', help: '1 while a partition is active', labelNames: ['cluster_id'], registers: [registry] }),
     wsDropped: new client.Counter({ name: 'sim_ws_events_dropped_total', help: 'events not delivered to a slow /ws client (bounded queue)', registers: [registry] }),
+    historyDropped: new client.Counter({ name: 'sim_history_dropped_total', help: 'client operations that fell off the per-cluster history cap (linearizability input)', labelNames: ['cluster_id'], registers: [registry] }),
   };
   return m;
 }

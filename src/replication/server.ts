@@ -45,6 +45,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const clusters = new Map<string, Cluster>();
   const hub = new WsHub<{ clusterId: string | null }>();
   const droppedSeen = new Map<string, number>();
+  const historySeen = new Map<string, number>();
 
   // prom-client gathers every metric concurrently and runs this from the lag gauge's get(): the
   // synchronous updates (drop counters, partition gauges) must happen before the first await, or
@@ -55,6 +56,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       const seen = droppedSeen.get(c.id) ?? 0;
       metrics.dropped.inc({ cluster_id: c.id }, dropped > seen ? dropped - seen : 0);
       droppedSeen.set(c.id, dropped);
+      const hd = c.historyDropped;
+      const hdSeen = historySeen.get(c.id) ?? 0;
+      metrics.historyDropped.inc({ cluster_id: c.id }, hd > hdSeen ? hd - hdSeen : 0);
+      historySeen.set(c.id, hd);
       metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
     }
     const lag: Array<[string, string, number]> = [];
@@ -143,11 +148,12 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     clusters.delete(id);
     await c.close();
     // Drop every series of the deleted cluster (prom-client removes by the full label set).
-    for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive] as unknown as Array<{ get(): Promise<{ values: Array<{ labels: Record<string, string | number> }> }>; remove(l: Record<string, string | number>): void }>) {
+    for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive, metrics.historyDropped] as unknown as Array<{ get(): Promise<{ values: Array<{ labels: Record<string, string | number> }> }>; remove(l: Record<string, string | number>): void }>) {
       for (const v of (await m.get()).values) if (v.labels['cluster_id'] === id) m.remove(v.labels);
     }
     for (const k of [...writeCounter.keys()]) if (k.startsWith(`${id}/`)) writeCounter.delete(k);
     droppedSeen.delete(id);
+    historySeen.delete(id);
     return true;
   };
 
