@@ -821,6 +821,19 @@ t.test('persistentState survives a restart: term, vote, log and raftSnapshot', a
   t.same(raft(c, victim).storeView(), raft(c, leader).storeView(), 'and the rest after hearing the commit index');
 });
 
+t.test('a restarted node keeps its term and vote, so it cannot vote twice in one term', async (t) => {
+  const n1 = mk('n1', { persisted: persisted(4, [1]) });
+  n1.onMessage('n2', { kind: 'vote_req', term: 5, preVote: false, lastLogIndex: 1, lastLogTerm: 1 }, 400);
+  t.ok(only(sent(drain(n1), 'n2'), 'vote_resp').granted, 'votes for n2 in term 5');
+  const state = n1.persistentState();
+  t.same([state.term, state.votedFor], [5, 'n2'], 'both are in the persistent state');
+  const again = mk('n1', { persisted: state, now: 500 });
+  again.onMessage('n3', { kind: 'vote_req', term: 5, preVote: false, lastLogIndex: 1, lastLogTerm: 1 }, 900);
+  const resp = only(sent(drain(again), 'n3'), 'vote_resp');
+  t.equal(resp.granted, false, 'refuses n3 in the same term after the restart');
+  t.equal(resp.term, 5);
+});
+
 t.test('status reports role, term, commit, lag and the leader followers map', async (t) => {
   const c = cluster(three, 61);
   const leader = settle(c);

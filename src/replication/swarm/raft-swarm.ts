@@ -460,7 +460,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       }
       for (const cl of clients) {
         if (cl.req && now >= cl.req.invoke + o.clientGiveUpMs) record(cl, undefined, now);
-        else if (!cl.req && now >= cl.nextIssueAt && issued < o.opsMax) issue(cl);
+        else if (!cl.req && now >= cl.nextIssueAt) {
+          if (issued < o.opsMax) issue(cl);
+          else cl.nextIssueAt = Infinity; // this run's request budget is spent
+        }
       }
     }
     c.runUntil(faultEnd);
