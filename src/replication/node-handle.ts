@@ -38,7 +38,6 @@ export class NodeHandle {
   private readonly pending = new Map<number, Pending>();
   private queue: Array<{ id: number; op: ClientOp; tp?: string }> = [];
   private flushScheduled = false;
-  private netQueue: ArrayBuffer[] = [];
   private exited = false;
 
   constructor(
@@ -109,38 +108,22 @@ export class NodeHandle {
     return done;
   }
 
-  /** Deliveries from the fabric: batched into one post per turn together with client requests. */
+  /** Deliveries from the fabric (one frame buffer per destination per delivery pass). */
   deliverNet(buf: ArrayBuffer): void {
     if (this.exited) return;
-    this.netQueue.push(buf);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
+    // Posted at once: the fabric already batched per destination, and this runs from its delivery
+    // pass (a setImmediate); queueing another setImmediate here would cost a whole loop iteration
+    // per network hop. Pending client requests go first so per-sender order is kept.
+    if (this.queue.length > 0) this.flush();
+    this.worker.postMessage({ net: buf }, [buf]);
   }
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.exited) return;
-    const transfer: ArrayBuffer[] = [];
-    let req: ArrayBuffer | undefined;
-    if (this.queue.length > 0) {
-      req = encodeTransferable(this.queue);
-      transfer.push(req);
-      this.queue = [];
-    }
-    // Several net buffers are posted separately (each is one transferable frame buffer).
-    const nets = this.netQueue;
-    this.netQueue = [];
-    for (let i = 0; i < nets.length; i++) {
-      const net = nets[i] as ArrayBuffer;
-      const last = i === nets.length - 1;
-      if (last && req) {
-        this.worker.postMessage({ net, req }, [net, req]);
-        req = undefined;
-      } else this.worker.postMessage({ net }, [net]);
-    }
-    if (req) this.worker.postMessage({ req }, transfer);
+    if (this.exited || this.queue.length === 0) return;
+    const req = encodeTransferable(this.queue);
+    this.queue = [];
+    this.worker.postMessage({ req }, [req]);
   }
 
   private onMessage(m: FromActor): void {
