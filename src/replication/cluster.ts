@@ -294,6 +294,16 @@ export class Cluster {
     await n.terminate();
     const peers = [...this.nodes.keys()];
     if (this.config.strategy !== 'raft') await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'peers', peers })));
+    if (this.config.strategy === 'leaderless' && this.config.quorum_n > peers.length && peers.length > 0) {
+      // The replication factor cannot exceed the nodes left: shrink N (and W, R with it). Capping W
+      // and R at the new N keeps W + R > N, since only N went down.
+      const n = peers.length;
+      this.config.quorum_n = n;
+      this.config.quorum_w = Math.min(this.config.quorum_w, n);
+      this.config.quorum_r = Math.min(this.config.quorum_r, n);
+      const args = { n, w: this.config.quorum_w, r: this.config.quorum_r };
+      await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'custom', name: 'set_quorum', args })));
+    }
     if (this.config.strategy === 'single_leader' && this.leaderId === nodeId) await this.failover();
   }
 
