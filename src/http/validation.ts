@@ -35,6 +35,10 @@ export function formatValidationError(errorsIt: Iterable<unknown>): string {
     const name = props[0] ?? '';
     return `${fieldName(first.instancePath, name)}: is required`;
   }
+  // typebox 1.x reports an unknown field of a closed object as `boolean` ("schema is false") at the field's path.
+  if (samePath.some((e) => e.keyword === 'boolean' && e.message === 'schema is false')) {
+    return `${fieldName(first.instancePath)}: is not an allowed field`;
+  }
   const consts = samePath.filter((e) => e.keyword === 'const').map((e) => JSON.stringify(e.params['allowedValue']));
   if (consts.length > 0) return `${fieldName(first.instancePath)}: must be one of ${consts.join(', ')}`;
   const additional = samePath.find((e) => e.keyword === 'additionalProperties');

@@ -5,6 +5,7 @@ import { HttpApp, HttpError, WsHub, type WsClient } from '../../src/http/index.j
 import { silentLogger } from '../../src/util/logger.js';
 import { api, request, wsCollect, sleep } from '../helpers/http.js';
 
+const Closed = Type.Object({ name: Type.String() }, { additionalProperties: false });
 const Body = Type.Object({
   key: Type.String({ minLength: 1 }),
   count: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
@@ -17,6 +18,7 @@ t.test('the adapter routes, validates and answers in JSON', async (t) => {
   const hub = new WsHub<{ topic: string }>();
   app.get('/things/:id', (req) => ({ status: 200, body: { id: req.params['id'], q: req.query.getAll('q') } }));
   app.post('/things', (req) => ({ status: 201, body: req.body }), { body: Body });
+  app.put('/closed', (req) => ({ status: 200, body: req.body }), { body: Closed });
   app.delete('/things/:id', (req) => {
     if (req.params['id'] === 'missing') throw new HttpError(404, 'thing missing not found');
     return { status: 204 };
@@ -57,6 +59,7 @@ t.test('the adapter routes, validates and answers in JSON', async (t) => {
     { name: 'an out-of-range integer is refused', run: () => c.post('/things', { key: 'k', count: 65 }), status: 400, error: /^count: must be <= 64/ },
     { name: 'an unknown enum value lists the allowed ones', run: () => c.post('/things', { key: 'k', mode: 'fast' }), status: 400, error: /^mode: must be one of "async", "sync"/ },
     { name: 'a nested field is named by its path', run: () => c.post('/things', { key: 'k', items: [{ name: 1 }] }), status: 400, error: /^items\[0\]\.name: must be string/ },
+    { name: 'an unknown field of a closed object is named', run: () => c.put('/closed', { name: 'n', colour: 'red' }), status: 400, error: /^colour: is not an allowed field/ },
     { name: 'an empty body where one is required is a 400', run: () => c.post('/things'), status: 400, error: /required/ },
     { name: 'a JSON array where an object is expected is a 400', run: () => c.post('/things', [1, 2]), status: 400, error: /body: must be object/ },
     { name: 'an unknown route is a 404', run: () => c.get('/nope'), status: 404, error: /no route/ },
