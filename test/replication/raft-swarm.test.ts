@@ -68,7 +68,7 @@ t.test('one seed replays exactly: same trace hash, same verdicts', async (t) => 
 
 t.test(`raft keeps its safety properties and recovers, over ${seeds} seeded fault schedules`, async (t) => {
   let failed = 0;
-  const totals = { ops: 0, elections: 0, faults: 0, snapshots: 0, indeterminate: 0 };
+  const totals = { ops: 0, elections: 0, faults: 0, snapshots: 0, indeterminate: 0, configChanges: 0 };
   for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
     const r = runRaftSwarm(seed);
     totals.ops += r.stats.ops;
@@ -76,6 +76,7 @@ t.test(`raft keeps its safety properties and recovers, over ${seeds} seeded faul
     totals.faults += r.stats.faults;
     totals.snapshots += r.stats.snapshotsInstalled;
     totals.indeterminate += r.stats.indeterminate;
+    totals.configChanges += r.stats.configChanges;
     if (!r.ok) {
       failed++;
       t.fail(`seed ${seed}: ${r.violations.join(' | ')}\n  replay: ${replayCommand(seed)}`);
@@ -86,6 +87,7 @@ t.test(`raft keeps its safety properties and recovers, over ${seeds} seeded faul
   // The runs must actually exercise the protocol, or passing means little.
   t.ok(totals.elections > seeds * 2, `leaders changed often (${totals.elections} elections)`);
   t.ok(totals.snapshots > seeds, `InstallSnapshot was exercised (${totals.snapshots} installs)`);
+  t.ok(totals.configChanges > seeds, `membership changed under faults (${totals.configChanges} committed changes)`);
   t.ok(totals.indeterminate > 0, `some writes had unknown outcomes (${totals.indeterminate})`);
   t.ok(totals.ops > seeds * 50, `clients did real work (${totals.ops} operations)`);
 });

@@ -29,6 +29,7 @@ import { HybridClock } from '../hlc.js';
 import type { Rng } from '../../util/rng.js';
 import { invariant, unreachable } from '../../util/assert.js';
 import { RaftLog } from './raft/log.js';
+import { PendingProposals, type PendingProposal } from './raft/proposals.js';
 import {
   isPersistentState,
   isRaftMessage,
@@ -102,14 +103,6 @@ interface Progress {
   snapshotSentAt: number;
 }
 
-interface PendingProposal {
-  reqId: number;
-  index: number;
-  term: number;
-  deadline: number;
-  kind: 'write' | 'control';
-}
-
 interface PendingRead {
   reqId: number;
   key: string;
@@ -154,8 +147,8 @@ export class RaftCore implements NodeCore {
   private readonly votes = new Set<NodeId>();
   /** The leader's last index as last heard (follower lag). */
   private leaderLastIndex = 0;
-  /** Proposals awaiting commit+apply, by log index; insertion order is deadline order. */
-  private readonly pending = new Map<number, PendingProposal>();
+  /** Proposals awaiting commit+apply. */
+  private readonly pending = new PendingProposals();
   private lastNow: number;
 
   // Leader state.
@@ -279,10 +272,8 @@ export class RaftCore implements NodeCore {
 
   nextDeadline(): number {
     let d = this.role === 'leader' ? this.heartbeatDeadline : this.electionDeadline;
-    for (const p of this.pending.values()) {
-      if (p.deadline < d) d = p.deadline;
-      break; // insertion order is deadline order
-    }
+    const p = this.pending.nextDeadline();
+    if (p < d) d = p;
     const r = this.pendingReads[0];
     if (r && r.deadline < d) d = r.deadline;
     return d;
@@ -629,8 +620,9 @@ export class RaftCore implements NodeCore {
       if (existing !== undefined) {
         // §5.3: a conflicting entry and all that follow it are deleted. Never a committed one.
         invariant(e.index > this.commitIndex, () => `would truncate committed index ${e.index} (commit ${this.commitIndex})`);
+        // A proposal of ours among the dropped entries stays pending: another node may still hold
+        // it and commit it as a later leader. Only the entry applied at its index decides.
         const dropped = this.log.truncateFrom(e.index);
-        this.failReplaced(dropped);
         configTouched ||= dropped.some((d) => d.type === 'config');
       }
       this.log.append(e);
@@ -697,16 +689,14 @@ export class RaftCore implements NodeCore {
     this.followLeader(from, m.term, m.leaderLastIndex, now);
     const snap = m.raftSnapshot;
     if (snap.lastIncludedIndex > this.commitIndex) {
-      const dropped = this.log.install(snap);
-      this.failReplaced(dropped);
+      // Entries discarded past the snapshot may still commit elsewhere: their proposals stay pending.
+      this.log.install(snap);
       this.store = { ...snap.store };
       this.commitIndex = snap.lastIncludedIndex;
       this.lastApplied = snap.lastIncludedIndex;
       for (const v of Object.values(snap.store)) this.clock.observe(v.timestamp);
       // Proposals the raftSnapshot swallowed: their fate is in the store, not in a log we can read.
-      for (const [i, p] of this.pending) {
-        if (i > snap.lastIncludedIndex) continue;
-        this.pending.delete(i);
+      for (const p of this.pending.takeUpTo(snap.lastIncludedIndex)) {
         this.reply(this.indeterminateReply(p.reqId, 'this node was caught up by a raftSnapshot'));
       }
       this.refreshConfig(now);
@@ -879,8 +869,7 @@ export class RaftCore implements NodeCore {
       return;
     }
     const entry = this.appendEntry(body, now);
-    invariant(!this.pending.has(entry.index), 'one proposal per index');
-    this.pending.set(entry.index, {
+    this.pending.add({
       reqId,
       index: entry.index,
       term: entry.term,
@@ -976,7 +965,7 @@ export class RaftCore implements NodeCore {
       voters = this.voters.filter((v) => v !== cmd.node_id);
     }
     const entry = this.appendEntry({ type: 'config', voters }, now);
-    this.pending.set(entry.index, {
+    this.pending.add({
       reqId: cmd.reqId,
       index: entry.index,
       term: entry.term,
@@ -1001,9 +990,9 @@ export class RaftCore implements NodeCore {
       const result = this.applyEntry(entry);
       this.lastApplied = i;
       this.hooks.applied?.(this.id, entry, this.term);
-      const p = this.pending.get(i);
-      if (p) {
-        this.pending.delete(i);
+      // (index, term) names one entry, and entries never move: another entry applied at a
+      // proposal's index means that proposal will never take effect (a definite failure).
+      for (const p of this.pending.takeAt(i)) {
         if (p.term === entry.term && result) this.reply({ id: p.reqId, ok: true, result });
         else this.reply(this.replacedReply(p.reqId));
       }
@@ -1108,9 +1097,7 @@ export class RaftCore implements NodeCore {
 
   /** Timeouts: proposals become indeterminate (they may still commit), reads simply fail. */
   private expire(now: number): void {
-    for (const [i, p] of this.pending) {
-      if (p.deadline > now) break;
-      this.pending.delete(i);
+    for (const p of this.pending.takeExpired(now)) {
       this.reply(this.indeterminateReply(p.reqId, `not committed within ${this.timings.requestTimeoutMs} ms`));
     }
     let k = 0;
@@ -1126,16 +1113,6 @@ export class RaftCore implements NodeCore {
       k++;
     }
     if (k > 0) this.pendingReads.splice(0, k);
-  }
-
-  /** Our entries were truncated by a newer leader: those proposals definitely did not take effect. */
-  private failReplaced(dropped: LogEntry[]): void {
-    for (const e of dropped) {
-      const p = this.pending.get(e.index);
-      if (!p || p.term !== e.term) continue;
-      this.pending.delete(e.index);
-      this.reply(this.replacedReply(p.reqId));
-    }
   }
 
   private notLeaderError(): string {

@@ -36,8 +36,19 @@ export const defaultSwarmOptions: SwarmOptions = {
   opsMax: 1000,
 };
 
-export type FaultKind = 'partition' | 'heal' | 'drop' | 'latency' | 'clear' | 'pause' | 'resume' | 'crash' | 'restart';
-const faultKinds: FaultKind[] = ['partition', 'heal', 'drop', 'latency', 'clear', 'pause', 'resume', 'crash', 'restart'];
+/** `reconfig`: the leader removes a member (never below three) or adds a removed one back. */
+export type FaultKind =
+  | 'partition'
+  | 'heal'
+  | 'drop'
+  | 'latency'
+  | 'clear'
+  | 'pause'
+  | 'resume'
+  | 'crash'
+  | 'restart'
+  | 'reconfig';
+const faultKinds: FaultKind[] = ['partition', 'heal', 'drop', 'latency', 'clear', 'pause', 'resume', 'crash', 'restart', 'reconfig'];
 
 /**
  * Swarm testing (Groce et al., 2012): each seed draws its own mix of faults, load and timings, so
@@ -119,6 +130,7 @@ export interface SwarmResult {
     faults: number;
     messages: number;
     snapshotsInstalled: number;
+    configChanges: number;
     livenessMs: number;
   };
   history: RegisterOp[];
@@ -177,6 +189,8 @@ class Checker {
   private readonly committed = new Map<number, { term: number; fp: string; by: number }>();
   elections = 0;
   maxTerm = 0;
+  /** Membership changes committed. */
+  configChanges = 0;
 
   fail(v: VerdictName, msg: string): void {
     this.failed.add(v);
@@ -186,7 +200,10 @@ class Checker {
   applied(node: NodeId, e: LogEntry, nodeTerm: number): void {
     const fp = fingerprint(e);
     const prev = this.committed.get(e.index);
-    if (!prev) this.committed.set(e.index, { term: e.term, fp, by: nodeTerm });
+    if (!prev) {
+      this.committed.set(e.index, { term: e.term, fp, by: nodeTerm });
+      if (e.type === 'config') this.configChanges++;
+    }
     else if (prev.fp === fp) {
       if (nodeTerm < prev.by) prev.by = nodeTerm;
     } else {
@@ -424,6 +441,17 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
         if (r) c.restart(r);
         return;
       }
+      case 'reconfig': {
+        if (!leader) return;
+        const voters = (c.core(leader) as RaftCore).inspect().voters;
+        const missing = ids.filter((id) => !voters.includes(id));
+        const add = missing.length > 0 && (voters.length <= 3 || rng.chance(0.5));
+        const target = add ? (missing[rng.int(missing.length)] as NodeId) : voters.includes(node) ? node : voters[0];
+        if (!add && voters.length <= 3) return;
+        // One change at a time: a leader with a change in flight answers 409, which is fine here.
+        c.control(leader, { kind: add ? 'add_server' : 'remove_server', node_id: target as NodeId, reqId: c.nextRequestId() });
+        return;
+      }
       default:
         unreachable(kind);
     }
@@ -478,17 +506,33 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       else if (c.state(id) === 'offline') c.restart(id);
     }
 
-    // ---- liveness: one leader known to all, a probe write committed and applied everywhere.
+    // ---- liveness: a leader followed by every member of its configuration, every removed node
+    // added back, then a probe write committed and applied on every node.
     const deadline = healAt + o.livenessMs;
     let probe: { id: number; invoke: number; leader: NodeId } | undefined;
     let probeIndex = 0;
     let probeN = 0;
+    let rejoin: { reqId: number; at: number } | undefined;
     const stableLeader = (): NodeId | undefined => {
       const views = ids.map((id) => (c.core(id) as RaftCore).inspect());
-      const leaders = views.filter((v) => v.role === 'leader');
-      if (leaders.length !== 1) return undefined;
-      const l = leaders[0] as (typeof views)[number];
-      return views.every((v) => v.term === l.term && v.leaderId === l.id) ? l.id : undefined;
+      let l: (typeof views)[number] | undefined;
+      for (const v of views) if (v.role === 'leader' && (!l || v.term > l.term)) l = v;
+      if (!l) return undefined;
+      const lead = l;
+      const follows = lead.voters.every((id) => views.some((v) => v.id === id && v.term === lead.term && v.leaderId === lead.id));
+      return follows ? lead.id : undefined;
+    };
+    const membershipRestored = (l: NodeId): boolean => {
+      const voters = (c.core(l) as RaftCore).inspect().voters;
+      const missing = ids.filter((id) => !voters.includes(id));
+      if (missing.length === 0) return true;
+      const idle = !rejoin || c.reply(rejoin.reqId) !== undefined || c.now - rejoin.at > 50;
+      if (idle) {
+        const reqId = c.nextRequestId();
+        c.control(l, { kind: 'add_server', node_id: missing[0] as NodeId, reqId });
+        rejoin = { reqId, at: c.now };
+      }
+      return false;
     };
     while (c.now <= deadline) {
       pollReplies();
@@ -507,7 +551,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       if (probeIndex > 0 && ids.every((id) => (c.core(id) as RaftCore).inspect().lastApplied >= probeIndex)) break;
       if (!probe && probeIndex === 0) {
         const l = stableLeader();
-        if (l) {
+        if (l && membershipRestored(l)) {
           probeN++;
           const id = c.client(l, { op: 'write', key: 'k0', value: `probe-${probeN}` });
           probe = { id, invoke: c.now, leader: l };
@@ -523,7 +567,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       verdictLiveness = false;
       const st = ids.map((id) => {
         const v = (c.core(id) as RaftCore).inspect();
-        return `${id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}`;
+        return `${id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}/v${v.voters.length}`;
       });
       checker.fail('liveness', `no leader served and replicated a write within ${o.livenessMs} ms of the heal (${st.join(' ')})`);
     } else {
@@ -588,6 +632,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       faults,
       messages: stats.submitted,
       snapshotsInstalled,
+      configChanges: checker.configChanges,
       livenessMs,
     },
     history,
