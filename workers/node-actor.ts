@@ -23,9 +23,13 @@ export interface ActorInit {
   tracing?: boolean;
 }
 
-const init = workerData as ActorInit;
 const port = parentPort;
 if (!port) throw new Error('node-actor must run in a worker thread');
+// A pooled actor boots ahead of need (modules loaded) and waits here for the node it is to be.
+const boot = workerData as { pooled: true } | ActorInit;
+const init: ActorInit = 'pooled' in boot
+  ? await new Promise<ActorInit>((resolve) => port.once('message', (m: { init: ActorInit }) => resolve(m.init)))
+  : boot;
 
 if (init.tracing) await initTracing(`simlab-node-${init.core.id}`);
 const factory = await loadCore(init.core.config.strategy);

@@ -16,6 +16,66 @@ export type NodeState = 'online' | 'paused' | 'offline';
 
 const actorUrl = new URL('../../workers/node-actor.js', import.meta.url);
 
+function spawnActor(): Worker {
+  return new Worker(actorUrl, {
+    workerData: { pooled: true },
+    resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
+    stdout: false,
+    stderr: false,
+  });
+}
+
+/**
+ * Booted node actors waiting to become a node: a worker thread costs tens of milliseconds to start
+ * (isolate, Node bootstrap, modules), so a few are kept ready and cluster creation takes them at
+ * once; the pool refills in the background. Size REPLSIM_WORKER_POOL (default 6, 0 disables).
+ */
+class ActorPool {
+  private readonly idle: Worker[] = [];
+  private refilling = false;
+
+  constructor(private readonly size: number) {}
+
+  take(): Worker {
+    const w = this.idle.shift() ?? spawnActor();
+    this.refill();
+    return w;
+  }
+
+  /** Starts filling the pool (called when a server starts). */
+  warm(): void {
+    this.refill();
+  }
+
+  private refill(): void {
+    if (this.refilling || this.idle.length >= this.size) return;
+    this.refilling = true;
+    setImmediate(() => {
+      this.refilling = false;
+      while (this.idle.length < this.size) {
+        const w = spawnActor();
+        w.unref();
+        w.on('error', () => {
+          // An idle actor that failed to boot: drop it; take() spawns a fresh one when needed.
+        });
+        w.once('exit', () => {
+          const i = this.idle.indexOf(w);
+          if (i >= 0) this.idle.splice(i, 1);
+        });
+        this.idle.push(w);
+      }
+    });
+  }
+
+  async drain(): Promise<void> {
+    const ws = this.idle.splice(0);
+    await Promise.all(ws.map((w) => w.terminate()));
+  }
+}
+
+const poolSize = Number(process.env['REPLSIM_WORKER_POOL'] ?? 6);
+export const actorPool = new ActorPool(Number.isInteger(poolSize) && poolSize >= 0 ? poolSize : 6);
+
 /** Front-side guard for a request the actor never answers (the worker died or was paused mid-request). */
 export const frontRequestTimeoutMsExtra = 2000;
 
@@ -49,13 +109,9 @@ export class NodeHandle {
   ) {
     const { port1, port2 } = new MessageChannel();
     const init: ActorInit = { core: coreOpts, seed, control: port2, eventsEnabled: true, tracing: tracing.on };
-    this.worker = new Worker(actorUrl, {
-      workerData: init,
-      transferList: [port2],
-      resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
-      stdout: false,
-      stderr: false,
-    });
+    this.worker = actorPool.take();
+    this.worker.ref();
+    this.worker.postMessage({ init }, [port2]);
     this.remote = Comlink.wrap<ActorApi>(nodeEndpoint(port1));
     this.worker.on('message', (m: FromActor) => this.onMessage(m));
     this.worker.on('error', () => {

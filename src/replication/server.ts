@@ -10,6 +10,7 @@ import {
   PartitionRequest, ResolveConflictRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
 } from '../../protocol/replication.js';
 import { Cluster, toKVEntry } from './cluster.js';
+import { actorPool } from './node-handle.js';
 import { effectiveConfig } from './config.js';
 import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
 import { isImplemented } from './cores/index.js';
@@ -454,6 +455,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
 
   const port = await app.listen(opts.port, opts.host ?? '0.0.0.0');
   boundPort = port;
+  actorPool.warm();
   return {
     port,
     app,
@@ -461,6 +463,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     close: async () => {
       app.close();
       await Promise.all([...clusters.keys()].map((id) => deleteCluster(id)));
+      await actorPool.drain();
     },
   };
 }
