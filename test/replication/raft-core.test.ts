@@ -821,6 +821,36 @@ t.test('persistentState survives a restart: term, vote, log and raftSnapshot', a
   t.same(raft(c, victim).storeView(), raft(c, leader).storeView(), 'and the rest after hearing the commit index');
 });
 
+t.test('a proposal whose entry was truncated waits for the entry applied at its index', async (t) => {
+  const cases: Array<{ name: string; laterLeaderHasIt: boolean; expect: { ok: boolean; code?: string } }> = [
+    { name: 'another node kept the entry and a later leader commits it: ok after all', laterLeaderHasIt: true, expect: { ok: true } },
+    { name: 'another entry is committed at that index: a definite not_leader', laterLeaderHasIt: false, expect: { ok: false, code: 'not_leader' } },
+  ];
+  for (const c of cases) {
+    const n1 = mk('n1', { persisted: persisted(1, [1]) });
+    const now = elect(n1, three); // term 2, no-op at index 2
+    n1.onClient({ id: 7, op: { op: 'write', key: 'x', value: 'mine' } }, now);
+    drain(n1);
+    const mine = n1.inspect().entries.find((e) => e.type === 'put' && e.key === 'x') as LogEntry;
+    t.equal(mine.index, 3);
+    // n2 leads term 3 with a different entry at index 2: n1's no-op and write are truncated.
+    const other = { ...entries([3], 2)[0], node_id: 'n2' } as LogEntry;
+    n1.onMessage('n2', appendReq(3, 1, 1, [other]), now + 10);
+    const out1 = drain(n1);
+    t.same(out1.replies, [], `${c.name}: no answer on truncation`);
+    t.same(n1.inspect().entries.map((e) => e.term), [1, 3]);
+    // n3 leads term 4 and commits index 3 with its own log.
+    const noop2 = { index: 2, term: 2, node_id: 'n1', timestamp: 1, type: 'noop' as const };
+    const log4: LogEntry[] = c.laterLeaderHasIt ? [noop2, mine] : [noop2, { ...mine, term: 4, value: 'theirs', node_id: 'n3' } as LogEntry];
+    n1.onMessage('n3', appendReq(4, 1, 1, log4, 3), now + 20);
+    const replies = drain(n1).replies;
+    t.equal(replies.length, 1, `${c.name}: answered once applied`);
+    const r = replies[0];
+    t.equal(r?.ok, c.expect.ok, `${c.name}: outcome`);
+    if (r && !r.ok) t.same([r.code, r.indeterminate], [c.expect.code, undefined], `${c.name}: definite`);
+  }
+});
+
 t.test('a restarted node keeps its term and vote, so it cannot vote twice in one term', async (t) => {
   const n1 = mk('n1', { persisted: persisted(4, [1]) });
   n1.onMessage('n2', { kind: 'vote_req', term: 5, preVote: false, lastLogIndex: 1, lastLogTerm: 1 }, 400);
