@@ -6,6 +6,18 @@
  * log-matching check and fast back-off, majority commit of current-term entries only, ReadIndex
  * reads, log compaction with InstallSnapshot, and single-server membership changes.
  * It never touches a socket, a thread, the wall clock or Math.random; the runtime does that.
+ *
+ * Choices the contract leaves open:
+ * - Writes, deletes and atomic batches are one log entry each and are answered after commit+apply.
+ *   A commit timeout answers 409 'timeout' with indeterminate: true (the entry may still commit).
+ *   A proposal whose index ends up holding another entry is a definite 409 'not_leader'.
+ * - A new leader appends a `noop` entry (shown in the log view) before serving anything (§8).
+ * - Reads use ReadIndex; a read of a missing or deleted key answers 404 'not_found'.
+ * - add_server/remove_server: the immediate ControlResult is {ok: true, data: {index, term, voters}}
+ *   when the config entry was appended; the final answer is a ClientReply with id = reqId whose
+ *   result is {kind: 'entry', entry: Version{key: '__config__', value: 'n1,n2,n4', version: index}}.
+ *   The 'peers' control is refused (400): raft membership only changes through its log.
+ * - A node starts with the configuration `opts.peers`; one that is not in it never campaigns.
  */
 import {
   emptyOutput,
