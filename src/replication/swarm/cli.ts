@@ -4,9 +4,10 @@
  * It only parses arguments and prints; the runs themselves are runRaftSwarm's.
  *
  *   node dist/src/replication/swarm/cli.js --seed 42 [--strategy raft] [--verbose]
- *   node dist/src/replication/swarm/cli.js --seed 1 --runs 100000 [--strategy raft]
+ *   node dist/src/replication/swarm/cli.js --seed 1 --runs 100000 [--strategy raft] [--jobs 2]
  */
 import { parseArgs } from 'node:util';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { replayCommand, runRaftSwarm, swarmProfile, type SwarmResult } from './raft-swarm.js';
 import { describeRegisterOp } from './register-lincheck.js';
 
@@ -15,9 +16,10 @@ type SwarmStrategy = (typeof strategies)[number];
 
 function usage(msg: string): never {
   process.stderr.write(
-    `${msg}\nusage: cli.js --seed N [--strategy raft] [--runs K] [--verbose]\n` +
+    `${msg}\nusage: cli.js --seed N [--strategy raft] [--runs K] [--jobs J] [--verbose]\n` +
       '  --seed N     first (or only) seed, an integer\n' +
       '  --runs K     run seeds N..N+K-1 and report runs/s (default 1: replay seed N)\n' +
+      '  --jobs J     with --runs: spread the seeds over J worker threads (default 1)\n' +
       '  --verbose    with one run: print the profile, the trace and the client history\n',
   );
   process.exit(2);
@@ -35,6 +37,89 @@ function verdictLine(r: SwarmResult): string {
     .join(' ');
 }
 
+function runSeed(strategy: SwarmStrategy, seed: number): SwarmResult {
+  switch (strategy) {
+    case 'raft':
+      return runRaftSwarm(seed);
+  }
+}
+
+function failureLines(r: SwarmResult): string[] {
+  return [`seed ${r.seed} FAIL ${verdictLine(r)}`, ...r.violations.map((v) => `  ${v}`), `  replay: ${replayCommand(r.seed)}`];
+}
+
+/** One worker's share of a window: seeds first+offset, first+offset+stride, ... */
+interface Share {
+  strategy: SwarmStrategy;
+  first: number;
+  runs: number;
+  offset: number;
+  stride: number;
+}
+
+type WorkerReport = { kind: 'fail'; seed: number; lines: string[] } | { kind: 'progress'; done: number };
+
+function workerMain(share: Share): void {
+  const port = parentPort;
+  if (!port) return;
+  let done = 0;
+  for (let s = share.first + share.offset; s < share.first + share.runs; s += share.stride) {
+    const r = runSeed(share.strategy, s);
+    if (!r.ok) port.postMessage({ kind: 'fail', seed: s, lines: failureLines(r) } satisfies WorkerReport);
+    if (++done % 50 === 0) port.postMessage({ kind: 'progress', done: 50 } satisfies WorkerReport);
+  }
+  port.postMessage({ kind: 'progress', done: done % 50 } satisfies WorkerReport);
+}
+
+/** Runs a window of seeds over `jobs` threads; resolves to the failing seeds. */
+async function runWindow(strategy: SwarmStrategy, first: number, runs: number, jobs: number): Promise<number[]> {
+  const started = performance.now();
+  const failures: number[] = [];
+  let done = 0;
+  let lastReport = started;
+  const progress = (n: number): void => {
+    done += n;
+    const now = performance.now();
+    if (now - lastReport > 10_000) {
+      lastReport = now;
+      console.log(`${done}/${runs} runs, ${failures.length} failed, ${(done / ((now - started) / 1000)).toFixed(1)} runs/s`);
+    }
+  };
+  if (jobs <= 1) {
+    for (let s = first; s < first + runs; s++) {
+      const r = runSeed(strategy, s);
+      if (!r.ok) {
+        failures.push(s);
+        for (const line of failureLines(r)) console.log(line);
+      }
+      progress(1);
+    }
+  } else {
+    await Promise.all(
+      Array.from({ length: jobs }, (_, offset) => {
+        const share: Share = { strategy, first, runs, offset, stride: jobs };
+        const w = new Worker(new URL(import.meta.url), { workerData: share });
+        w.on('message', (m: WorkerReport) => {
+          if (m.kind === 'fail') {
+            failures.push(m.seed);
+            for (const line of m.lines) console.log(line);
+          } else progress(m.done);
+        });
+        return new Promise<void>((resolve, reject) => {
+          w.once('error', reject);
+          w.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker ${offset} exited with ${code}`))));
+        });
+      }),
+    );
+  }
+  const secs = (performance.now() - started) / 1000;
+  console.log(
+    `${runs} runs (seeds ${first}..${first + runs - 1}), ${failures.length} failed, ${secs.toFixed(1)} s, ${(runs / secs).toFixed(1)} runs/s` +
+      (jobs > 1 ? ` on ${jobs} threads` : ''),
+  );
+  return failures.sort((a, b) => a - b);
+}
+
 function main(): void {
   let parsed;
   try {
@@ -44,6 +129,7 @@ function main(): void {
         strategy: { type: 'string', default: 'raft' },
         runs: { type: 'string' },
         verbose: { type: 'boolean', default: false },
+        jobs: { type: 'string' },
       },
       strict: true,
     });
@@ -55,18 +141,14 @@ function main(): void {
   if (!(strategies as readonly string[]).includes(strategy)) {
     usage(`--strategy must be one of ${strategies.join(', ')} (got ${strategy})`);
   }
-  const run = (seed: number): SwarmResult => {
-    switch (strategy as SwarmStrategy) {
-      case 'raft':
-        return runRaftSwarm(seed);
-    }
-  };
   const seed = parseIntArg('seed', values.seed, 42);
   const runs = parseIntArg('runs', values.runs, 1);
   if (runs < 1) usage('--runs must be at least 1');
+  const jobs = parseIntArg('jobs', values.jobs, 1);
+  if (jobs < 1 || jobs > 64) usage('--jobs must be between 1 and 64');
 
   if (runs === 1) {
-    const r = run(seed);
+    const r = runSeed(strategy as SwarmStrategy, seed);
     if (values.verbose) {
       console.log(`profile ${JSON.stringify(swarmProfile(seed))}`);
       for (const line of r.trace) console.log(line);
@@ -82,30 +164,17 @@ function main(): void {
     process.exit(r.ok ? 0 : 1);
   }
 
-  const started = performance.now();
-  const failures: number[] = [];
-  let lastReport = started;
-  for (let s = seed; s < seed + runs; s++) {
-    const r = run(s);
-    if (!r.ok) {
-      failures.push(s);
-      console.log(`seed ${s} FAIL ${verdictLine(r)}`);
-      for (const v of r.violations) console.log(`  ${v}`);
-      console.log(`  replay: ${replayCommand(s)}`);
-    }
-    const now = performance.now();
-    if (now - lastReport > 10_000) {
-      lastReport = now;
-      const done = s - seed + 1;
-      console.log(`${done}/${runs} runs, ${failures.length} failed, ${(done / ((now - started) / 1000)).toFixed(1)} runs/s`);
-    }
-  }
-  const secs = (performance.now() - started) / 1000;
-  console.log(
-    `${runs} runs (seeds ${seed}..${seed + runs - 1}), ${failures.length} failed, ${secs.toFixed(1)} s, ${(runs / secs).toFixed(1)} runs/s`,
+  void runWindow(strategy as SwarmStrategy, seed, runs, jobs).then(
+    (failures) => {
+      if (failures.length) console.log(`failing seeds: ${failures.slice(0, 50).join(' ')}`);
+      process.exit(failures.length ? 1 : 0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(2);
+    },
   );
-  if (failures.length) console.log(`failing seeds: ${failures.slice(0, 50).join(' ')}`);
-  process.exit(failures.length ? 1 : 0);
 }
 
-main();
+if (isMainThread) main();
+else workerMain(workerData as Share);
