@@ -36,7 +36,11 @@ export const defaultSwarmOptions: SwarmOptions = {
   opsMax: 1000,
 };
 
-/** `reconfig`: the leader removes a member (never below three) or adds a removed one back. */
+/**
+ * `bounce`: crash and restart at once (a process restart: only persistentState() survives, which
+ * is what catches a term or vote that is not persisted). `reconfig`: the leader removes a member
+ * (never below three) or adds a removed one back.
+ */
 export type FaultKind =
   | 'partition'
   | 'heal'
@@ -47,8 +51,21 @@ export type FaultKind =
   | 'resume'
   | 'crash'
   | 'restart'
+  | 'bounce'
   | 'reconfig';
-const faultKinds: FaultKind[] = ['partition', 'heal', 'drop', 'latency', 'clear', 'pause', 'resume', 'crash', 'restart', 'reconfig'];
+const faultKinds: FaultKind[] = [
+  'partition',
+  'heal',
+  'drop',
+  'latency',
+  'clear',
+  'pause',
+  'resume',
+  'crash',
+  'restart',
+  'bounce',
+  'reconfig',
+];
 
 /**
  * Swarm testing (Groce et al., 2012): each seed draws its own mix of faults, load and timings, so
@@ -441,6 +458,12 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
         if (r) c.restart(r);
         return;
       }
+      case 'bounce':
+        if (c.state(node) === 'online') {
+          c.crash(node);
+          c.restart(node);
+        }
+        return;
       case 'reconfig': {
         if (!leader) return;
         const voters = (c.core(leader) as RaftCore).inspect().voters;
