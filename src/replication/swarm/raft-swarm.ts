@@ -1,7 +1,7 @@
 /**
  * The raft swarm: one seeded run of a raft cluster under the deterministic runtime with random
- * partitions, drops, latency, pauses and crash/restarts while clients write, delete, batch and
- * read; then everything heals. Each run is checked for election safety, log matching, leader
+ * partitions, drops, latency, pauses, crash/restarts and membership changes while clients write,
+ * delete, batch and read; then everything heals and removed members are added back. Each run is checked for election safety, log matching, leader
  * completeness, state-machine safety, linearizability of the client history and liveness after the
  * heal. Everything (faults, client choices, the cores' timers) comes from the seed, so a failing
  * seed replays exactly. It is a test driver, not part of the service.
@@ -285,6 +285,11 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
   const profile = swarmProfile(seed);
   const ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
   const checker = new Checker();
+  const history: RegisterOp[] = [];
+  let faults = 0;
+  let snapshotsInstalled = 0;
+  let issued = 0;
+  let livenessMs = -1;
   const factory = raftCoreFactory({
     applied: (node, e, term) => checker.applied(node, e, term),
     leaderElected: (node, term, core) => checker.leaderElected(node, term, core),
@@ -293,11 +298,6 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
   const c = new DetCluster({ factory, nodeIds: ids, config: { ...swarmConfig, node_count: o.nodes }, seed, timings: profile.timings });
   const rng: Rng = c.rng;
   const start = c.now;
-  const history: RegisterOp[] = [];
-  let faults = 0;
-  let snapshotsInstalled = 0;
-  let issued = 0;
-  let livenessMs = -1;
 
   // Base one-way latencies, restored after clearFaults().
   const baseLatency = new Map<string, number>();
