@@ -13,7 +13,7 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { repoRoot, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { allowTime, fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, waitQuiet, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+import { allowTime, fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
 
 interface Fixture {
   /** The lab's own address (the proxy suite sends through the proxy but reads state here). */
@@ -93,20 +93,25 @@ async function snapshot(labBase: string): Promise<unknown> {
   return { state, kv };
 }
 
-/** Reset, then: p4 (matrix) and victim spawned, k1 written, p4|victim partitioned, one finished snapshot. */
+/** Reset, then: p4 (matrix) and victim spawned, k1 written, one finished snapshot, p4|victim partitioned. */
 async function rebuild(labBase: string, fx: Fixture): Promise<void> {
   const c = api(labBase);
   await must(c.post('/api/v1/simulation/reset'), 'reset');
   await must(c.post('/api/v1/processes', { id: 'p4', clock_type: 'matrix' }), 'spawn p4');
   await must(c.post('/api/v1/processes', { id: 'victim', clock_type: 'scalar' }), 'spawn victim');
   await must(c.put('/api/v1/kv/k1', { value: 'one', writer: 'p1' }), 'write k1');
-  fx.partitionId = (await must(c.post<{ id: string }>('/api/v1/partition', { side_a: ['p4'], side_b: ['victim'] }), 'partition')).id;
   fx.snapshotId = (await must(c.post<{ id: string }>('/api/v1/processes/p1/snapshot'), 'snapshot')).id;
-  // Quiet: markers and messages delivered, the snapshot finished, nothing moving.
-  await waitQuiet(async () => {
+  // Quiet: markers and messages delivered, the snapshot finished (a loaded machine can stall the
+  // live clock, so "unchanged for a while" is not enough).
+  const end = Date.now() + 5000;
+  for (;;) {
     const s = (await c.get<LabState>('/api/v1/simulation/state')).body;
-    return { inFlight: s.in_flight, snapshots: s.snapshots.map((x) => x.status) };
-  }, 3000, 30);
+    if (s.in_flight === 0 && s.snapshots.every((x) => x.status !== 'running')) break;
+    if (Date.now() > end) throw new Error(`fixture: the lab did not settle: ${JSON.stringify(s).slice(0, 300)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // After the snapshot: markers cannot cross a partition, and the snapshot would never finish.
+  fx.partitionId = (await must(c.post<{ id: string }>('/api/v1/partition', { side_a: ['p4'], side_b: ['victim'] }), 'partition')).id;
 }
 
 const processBody: Hostile = { id: 'p9', clock_type: 'vector' };
@@ -194,6 +199,7 @@ function lab(name: string, viaProxy: boolean, eps: Array<Endpoint<Fixture>>): Se
     hostileHeaders,
     endpoints: eps,
     knownBugs: viaProxy ? [...knownBugs, proxyNonAsciiPath] : knownBugs,
+    webSocket: { path: '/ws' },
   };
 }
 

@@ -13,7 +13,7 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { startService, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { allowTime, fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+import { allowTime, fuzzOptions, fuzzService, parseJson, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
 
 const adminEmail = 'fuzz-admin@example.com';
 const adminPassword = 'fuzz-password-0123';
@@ -126,11 +126,11 @@ async function snapshot(srv: Started, fx: Fixture): Promise<unknown> {
 
 /** Deletes what a successful create made (keys other than the fixture's), so the lists stay short. */
 const deleteCreatedFlag = async (srv: Started, fx: Fixture, text: string): Promise<void> => {
-  const key = (JSON.parse(text) as { key?: unknown }).key;
+  const key = (parseJson(text) as { key?: unknown } | undefined)?.key;
   if (typeof key === 'string' && !(key in fixtureFlags)) await api(srv.base).del(`/api/v1/projects/fz/environments/prod/flags/${encodeURIComponent(key)}`, auth(fx));
 };
 const deleteCreatedSegment = async (srv: Started, fx: Fixture, text: string): Promise<void> => {
-  const key = (JSON.parse(text) as { key?: unknown }).key;
+  const key = (parseJson(text) as { key?: unknown } | undefined)?.key;
   if (typeof key === 'string' && !(key in fixtureSegments)) await api(srv.base).del(`/api/v1/projects/fz/segments/${encodeURIComponent(key)}`, auth(fx));
 };
 
@@ -146,7 +146,7 @@ const endpoints: Array<Endpoint<Fixture>> = [
     method: 'POST', path: '/auth/refresh', body: (fx) => ({ refreshToken: fx.refreshToken }), fixtureFree: true,
     // A refresh token is single use: keep the new one for the next valid request.
     cleanup: async (_srv, fx, text) => {
-      const next = (JSON.parse(text) as { refreshToken?: unknown }).refreshToken;
+      const next = (parseJson(text) as { refreshToken?: unknown } | undefined)?.refreshToken;
       if (typeof next === 'string') fx.refreshToken = next;
     },
   },

@@ -156,9 +156,10 @@ export function applyMutations(seed: Hostile, mutations: readonly Mutation[]): H
       const parent = getAt(root, path.slice(0, -1)) as Hostile[] | { [k: string]: Hostile };
       setOwn(parent, path[path.length - 1] as PathStep, value);
     };
+    // Values are copied in: generated constants ([] and {} from constantFrom) are shared between cases.
     switch (m.op) {
       case 'replace':
-        replaceWith(m.value);
+        replaceWith(clone(m.value));
         break;
       case 'delete': {
         if (path.length === 0) {
@@ -171,11 +172,13 @@ export function applyMutations(seed: Hostile, mutations: readonly Mutation[]): H
         else delete parent[last as string];
         break;
       }
-      case 'add':
-        if (Array.isArray(node)) node.push(m.value);
-        else if (isContainer(node)) setOwn(node, m.key, m.value);
-        else replaceWith({ [m.key]: m.value });
+      case 'add': {
+        const value = clone(m.value);
+        if (Array.isArray(node)) node.push(value);
+        else if (isContainer(node)) setOwn(node, m.key, value);
+        else replaceWith(Object.defineProperty({}, m.key, { value, enumerable: true, writable: true, configurable: true }));
         break;
+      }
       case 'wrap':
         replaceWith(m.how === 'array' ? [node] : m.how === 'object' ? { value: node } : serialize(node));
         break;

@@ -11,10 +11,11 @@ import net from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import type { Test } from 'tap';
+import WebSocket from 'ws';
 import type { Started } from '../helpers/server.js';
 import {
   applyMutations, bodyRecipeArb, contentTypes, deepArrays, deepObjects, edgeNumbers, encodeSegment, hostileSegments, hugeString,
-  otherMethods, pathRecipeArb, queryRecipeArb, rawBodies, renderQuery, serialize, type BodyRecipe, type Hostile, type Mutation,
+  otherMethods, pathRecipeArb, queryRecipeArb, rawBodies, renderQuery, serialize, utf16String, type BodyRecipe, type Hostile, type Mutation,
   type PathRecipe, type QueryRecipe, RawJson,
 } from './generators.js';
 
@@ -41,6 +42,8 @@ export interface Endpoint<F> {
   runsFactor?: number;
   /** Needs no fixture: requests go out without restoring it first (creation and reset endpoints). */
   fixtureFree?: boolean;
+  /** Per-request timeout (a longer answer is a hang) when the service default is too short. */
+  timeoutMs?: number;
 }
 
 /** A request the suite refuses to send because it triggers a bug already reported (see the suite's `// BUG:` notes). */
@@ -73,6 +76,8 @@ export interface ServiceUnderTest<F> {
   endpoints: Array<Endpoint<F>>;
   knownBugs: KnownBug[];
   timeoutMs?: number;
+  /** A WebSocket endpoint: hostile upgrades (query, headers) and frames after the upgrade. */
+  webSocket?: { path: string; query?: Array<readonly [string, string]> };
 }
 
 /** One fuzz case; parts left undefined are sent as the valid request has them. */
@@ -240,6 +245,15 @@ export function judge(reply: Reply, method: string): string | undefined {
     return undefined;
   }
   return `status ${s}: ${clip(reply.text, 200)}`;
+}
+
+/** The parsed JSON body of an answer, or undefined (empty, not JSON). */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 export function clip(s: string, n: number): string {
@@ -539,7 +553,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
       snapValid = true;
       snapScope = scope;
     }
-    const reply = await send(srv.port, wire, timeoutMs, ep.stream ?? false);
+    const reply = await send(srv.port, wire, ep.timeoutMs ?? timeoutMs, ep.stream ?? false);
     if (reply.kind === 'error' && reply.message.startsWith('client refused')) {
       n.skipped++;
       return undefined;
@@ -551,7 +565,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
         n.ok++;
         snapValid = false;
         if (bodyMethods.has(wire.method)) dirty = true;
-        await ep.cleanup?.(srv, fx, reply.text);
+        if (wire.method === ep.method) await ep.cleanup?.(srv, fx, reply.text);
       } else {
         n.refused++;
         const after = await svc.snapshot(srv, fx, scope);
@@ -605,6 +619,52 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
     });
   }
 
+  if (svc.webSocket) {
+    const ws = svc.webSocket;
+    const name = `GET ${ws.path} (WebSocket)`;
+    await t.test(`${name}: every upgrade is accepted or refused with a 4xx, and no frame brings the service down`, async (t) => {
+      const n: Counts = { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 };
+      counts.set(name, n);
+      const problems: string[] = [];
+      const details = await fc.check(
+        fc.asyncProperty(wsCaseArb(svc.hostileHeaders ?? []), async (c) => {
+          const path = ws.path + renderQuery(ws.query ?? [], c.query);
+          const headers: Record<string, string> = { ...(svc.validHeaders?.(fx) ?? {}) };
+          for (const [k, v] of Object.entries(c.headers)) {
+            if (v === null) delete headers[k];
+            else headers[k] = v;
+          }
+          const outcome = await wsExchange(srv.port, path, headers, c.frames, timeoutMs);
+          if (outcome.kind === 'unsendable') {
+            n.skipped++;
+            return;
+          }
+          n.sent++;
+          if (outcome.kind === 'opened') n.ok++;
+          else if (outcome.kind === 'refused' && outcome.status >= 400 && outcome.status < 500) n.refused++;
+          else {
+            n.failed++;
+            const problem = `${name}: ${outcome.kind === 'refused' ? `upgrade answered ${outcome.status}` : outcome.message}\n    request: ${clip(path, 200)} headers ${clip(JSON.stringify(headers), 200)}`;
+            if (!(await alive())) {
+              await restart();
+              throw new Error(`${problem} — and the process is dead or /healthz does not answer`);
+            }
+            throw new Error(problem);
+          }
+          if (!(await alive())) {
+            n.failed++;
+            await restart();
+            throw new Error(`${name}: the service died after frames ${clip(JSON.stringify(c.frames.map((f) => f.label)), 300)} on ${clip(path, 200)}`);
+          }
+        }),
+        { numRuns: Math.max(1, Math.round(opts.runs / 2)), seed: opts.seed, endOnFailure: false },
+      );
+      if (details.failed) problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}] ${details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)}`);
+      t.same(problems, [], `every WebSocket exchange kept the properties (${n.sent} tried)`);
+      t.ok(await alive(), `${svc.name} is alive and /healthz answers after the WebSocket cases`);
+    });
+  }
+
   const rows = [...counts.entries()];
   const w = Math.max(...rows.map(([k]) => k.length), 8);
   const line = (a: string, ...cols: Array<string | number>): string => `${a.padEnd(w)} ${cols.map((c) => String(c).padStart(8)).join(' ')}`;
@@ -652,3 +712,82 @@ export const unknownMethodDropped: KnownBug = {
   note: 'methods unknown to uWS get the connection closed, no answer',
   matches: (_ep, wire) => !uwsMethods.has(wire.method),
 };
+
+// ---- WebSocket ------------------------------------------------------------------------------
+
+/** One frame sent after the upgrade. */
+export interface WsFrame {
+  label: string;
+  data: string | Buffer;
+  binary: boolean;
+}
+
+interface WsCase {
+  query: QueryRecipe;
+  headers: Record<string, string | null>;
+  frames: WsFrame[];
+}
+
+const wsFrameArb: fc.Arbitrary<WsFrame> = fc.oneof(
+  utf16String(60).map((s): WsFrame => ({ label: `text ${clip(JSON.stringify(s), 40)}`, data: s, binary: false })),
+  fc.uint8Array({ maxLength: 300 }).map((b): WsFrame => ({ label: `binary ${b.byteLength} bytes`, data: Buffer.from(b), binary: true })),
+  fc.constantFrom<WsFrame>(
+    { label: 'JSON subscribe', data: '{"type":"subscribe","cluster_id":"x"}', binary: false },
+    { label: 'deep JSON', data: '['.repeat(10_000) + ']'.repeat(10_000), binary: false },
+    { label: '70 KB text (over the 64 KB frame cap)', data: 'w'.repeat(70 * 1024), binary: false },
+    { label: 'invalid UTF-8 as binary', data: Buffer.from([0xc3, 0x28, 0xed, 0xa0, 0x80]), binary: true },
+    { label: 'empty text', data: '', binary: false },
+  ),
+);
+
+function wsCaseArb(hostile: Array<Record<string, string | null>>): fc.Arbitrary<WsCase> {
+  const wsHeaders: Array<Record<string, string | null>> = [
+    {}, ...hostile, { origin: 'http://evil.example' }, { origin: 'null' }, { 'user-agent': '\u00ff'.repeat(300) },
+  ];
+  return fc.record({
+    query: queryRecipeArb,
+    headers: fc.constantFrom(...wsHeaders),
+    frames: fc.array(wsFrameArb, { maxLength: 5 }),
+  });
+}
+
+type WsOutcome = { kind: 'opened' } | { kind: 'refused'; status: number } | { kind: 'error'; message: string } | { kind: 'unsendable' };
+
+/** Opens a WebSocket, sends the frames, closes; what the upgrade came to. */
+function wsExchange(port: number, path: string, headers: Record<string, string>, frames: WsFrame[], timeoutMs: number): Promise<WsOutcome> {
+  return new Promise((resolve) => {
+    let done = false;
+    let ws: WebSocket;
+    const finish = (o: WsOutcome): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      ws.terminate();
+      resolve(o);
+    };
+    const timer = setTimeout(() => finish({ kind: 'error', message: `no upgrade answer within ${timeoutMs} ms (a hang)` }), timeoutMs);
+    try {
+      ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers, maxPayload: 16 * 1024 * 1024 });
+    } catch {
+      // The client itself refused the URL or a header: nothing reached the service.
+      done = true;
+      clearTimeout(timer);
+      resolve({ kind: 'unsendable' });
+      return;
+    }
+    ws.on('unexpected-response', (_req, res) => finish({ kind: 'refused', status: res.statusCode ?? 0 }));
+    ws.on('error', (err) => finish({ kind: 'error', message: `WebSocket error: ${err.message}` }));
+    ws.on('open', () => {
+      for (const f of frames) ws.send(f.data, { binary: f.binary });
+      // A moment for the service to chew on the frames (and to close on an oversized one).
+      setTimeout(() => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        ws.close();
+        setTimeout(() => ws.terminate(), 200).unref();
+        resolve({ kind: 'opened' });
+      }, 30);
+    });
+  });
+}

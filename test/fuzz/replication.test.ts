@@ -11,7 +11,7 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { startReplSim, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { allowTime, fuzzOptions, fuzzService, headHasBody, oversizeAtOnce, unknownMethodDropped, waitQuiet, type Endpoint, type KnownBug, type ServiceUnderTest, type Wire } from './harness.js';
+import { allowTime, fuzzOptions, fuzzService, parseJson, headHasBody, oversizeAtOnce, unknownMethodDropped, waitQuiet, type Endpoint, type KnownBug, type ServiceUnderTest, type Wire } from './harness.js';
 
 type Role = 'sl' | 'll' | 'ml' | 'raft';
 const roles: Role[] = ['sl', 'll', 'ml', 'raft'];
@@ -165,12 +165,7 @@ const scopeOf = (wire: Wire): string => /^\/api\/v1\/clusters\/([^/?]+)/.exec(wi
 
 /** Deletes the cluster a successful creation (or scenario run) made, so they do not pile up. */
 async function deleteCreated(srv: Started, _fx: Fixture, text: string): Promise<void> {
-  let id: unknown;
-  try {
-    id = (JSON.parse(text) as { id?: unknown }).id;
-  } catch {
-    return;
-  }
+  const id = (parseJson(text) as { id?: unknown } | undefined)?.id;
   if (typeof id === 'string') await api(srv.base).del(`/api/v1/clusters/${encodeURIComponent(id)}`);
 }
 
@@ -240,8 +235,12 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/api/v1/demos/swim', fixtureFree: true },
   { method: 'GET', path: '/api/v1/demos/paxos', fixtureFree: true },
   { method: 'GET', path: '/api/v1/demos/detsim', query: () => [['seed', '7']], fixtureFree: true },
-  { method: 'POST', path: '/api/v1/clusters', body: () => createBody, fixtureFree: true, runsFactor: 0.5, cleanup: deleteCreated },
-  { method: 'POST', path: '/api/v1/simulation/start', body: () => ({ strategy: 'single_leader', node_count: 1, replication_mode: 'sync' }), fixtureFree: true, runsFactor: 0.5, cleanup: deleteCreated },
+  // 64 nodes (the cap) are 64 worker threads: a leaderless one takes 7 s on a quiet 2-core machine, more under load.
+  { method: 'POST', path: '/api/v1/clusters', body: () => createBody, fixtureFree: true, runsFactor: 0.5, cleanup: deleteCreated, timeoutMs: 60_000 },
+  {
+    method: 'POST', path: '/api/v1/simulation/start', body: () => ({ strategy: 'single_leader', node_count: 1, replication_mode: 'sync' }),
+    fixtureFree: true, runsFactor: 0.5, cleanup: deleteCreated, timeoutMs: 60_000,
+  },
   { method: 'DELETE', path: C, params: (fx) => ({ id: fx.victim }) },
   // Last: a successful reset removes every cluster, and nothing after it needs them.
   { method: 'POST', path: '/api/v1/simulation/reset', fixtureFree: true, runsFactor: 0.3 },
@@ -259,6 +258,7 @@ const svc: ServiceUnderTest<Fixture> = {
   restore,
   endpoints,
   knownBugs,
+  webSocket: { path: '/ws', query: [['cluster_id', 'any']] },
 };
 
 const opts = fuzzOptions(6);
