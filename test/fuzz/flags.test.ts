@@ -220,3 +220,34 @@ const svc: ServiceUnderTest<Fixture> = {
 const opts = fuzzOptions(10);
 allowTime(t, opts, endpoints.length);
 await fuzzService(t, svc, opts);
+
+// BUG (src/flags/eval/operators.ts compileRegex): `matches` clauses run `new RegExp(pattern)` on the
+// backtracking engine, so an editor's pattern with nested quantifiers plus any caller's context
+// freezes the whole service: after
+//   POST /api/v1/projects/p/environments/e/flags {"key":"redos","type":"boolean","defaultVariation":"off",
+//     "variations":[{"key":"on","value":true},{"key":"off","value":false}],
+//     "rules":[{"clauses":[{"attribute":"name","op":"matches","values":["^(a+)+$"]}],"variation":"on"}]}
+// each `POST .../evaluate {"context":{"key":"u","name":"aaaa…a!"}}` doubles in time per extra "a"
+// (26 → 0.4 s, 28 → 1.6 s, 34 → ~100 s), and /healthz waits as long (one event loop). The same holds
+// for segment rules and for SDKs that evaluate locally. A linear-time engine is due, e.g. V8's
+// `--enable-experimental-regexp-engine-on-excessive-backtracks`, or RE2, or refusing such patterns.
+t.test('a catastrophic-backtracking pattern in a matches clause cannot stall evaluation', { skip: 'BUG: ReDoS in matches clauses freezes the service' }, async (t) => {
+  const srv = await svc.start();
+  t.teardown(() => srv.stop());
+  const c = api(srv.base);
+  const { accessToken } = await login(srv);
+  const h = { authorization: `Bearer ${accessToken}` };
+  const created = await c.post('/api/v1/projects/p/environments/e/flags', {
+    key: 'redos', type: 'boolean', enabled: true, defaultVariation: 'off', variations: [{ key: 'on', value: true }, { key: 'off', value: false }],
+    rules: [{ clauses: [{ attribute: 'name', op: 'matches', values: ['^(a+)+$'] }], variation: 'on' }],
+  }, h);
+  t.equal(created.status, 201, 'the flag is accepted (or refused with a 400: also fine)');
+  const started = Date.now();
+  const evaluation = c.post('/api/v1/projects/p/environments/e/evaluate', { context: { key: 'u', name: `${'a'.repeat(34)}!` } }, h);
+  await new Promise((r) => setTimeout(r, 100));
+  const healthStarted = Date.now();
+  t.equal((await c.get('/healthz')).status, 200);
+  t.ok(Date.now() - healthStarted < 1000, `/healthz answers within 1 s while the evaluation runs (took ${Date.now() - healthStarted} ms)`);
+  t.equal((await evaluation).status, 200);
+  t.ok(Date.now() - started < 2000, `the evaluation answers within 2 s (took ${Date.now() - started} ms)`);
+});

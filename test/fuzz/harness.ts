@@ -230,7 +230,11 @@ export function judge(reply: Reply, method: string): string | undefined {
   if (reply.kind === 'timeout') return `no answer within ${reply.ms} ms (a hang)`;
   if (reply.kind === 'error') return `connection failed: ${reply.message}`;
   const s = reply.status;
-  if (s >= 200 && s < 300) return undefined;
+  if (s >= 200 && s < 300) {
+    // A success that says it is JSON must be JSON.
+    if (method !== 'HEAD' && reply.text !== '' && reply.contentType.includes('application/json') && parseJson(reply.text) === undefined) return `${s} with a body that is not the JSON it claims: ${clip(reply.text, 120)}`;
+    return undefined;
+  }
   if (s >= 400 && s < 500) {
     if (method === 'HEAD') return undefined;
     if (!reply.contentType.includes('application/json')) return `${s} with content-type ${JSON.stringify(reply.contentType)}, not JSON`;
