@@ -479,3 +479,16 @@ t.test('evaluateAll evaluates every flag, or only the named ones, keyed by flag 
   t.same(Object.keys(evaluateAll(all, { key: 'u' }, store, undefined, ['off', 'missing'])), ['off'], 'flagKeys limits the set and skips unknown keys');
   t.equal(JSON.parse(JSON.stringify(every))['gate'].value, 'B', 'results serialise as the API returns them');
 });
+
+t.test('a catastrophic-backtracking matches pattern runs in linear time, and unsupported constructs never match', async (t) => {
+  const { compileRegex } = await import('../../src/flags/eval/operators.js');
+  const evil = compileRegex('^(a+)+$');
+  t.ok(evil, 'the pattern compiles');
+  const started = performance.now();
+  t.equal(evil?.test(`${'a'.repeat(5000)}!`), false, 'no match on the adversarial input');
+  const elapsed = performance.now() - started;
+  t.ok(elapsed < 1000, `and it returns promptly (${elapsed.toFixed(1)} ms; a backtracking engine needs years)`);
+  t.equal(evil?.test('aaaa'), true, 'the pattern still matches what it should');
+  t.equal(compileRegex('(a)\\1'), undefined, 'a backreference cannot run in linear time: the clause never matches');
+  t.equal(compileRegex('[unclosed'), undefined, 'an invalid pattern never matches');
+});

@@ -6,6 +6,7 @@
  * regexes simply never match and never throw. Attribute lookup, arrays, negate and segmentMatch
  * are the evaluator's (evaluate.ts).
  */
+import { setFlagsFromString } from 'node:v8';
 import semver from 'semver';
 import type { ClauseOp } from '../model/types.js';
 import { unreachable } from '../../util/assert.js';
@@ -126,12 +127,34 @@ function cachedVersion(v: Scalar): semver.SemVer | undefined {
 
 const regexCache = new Map<string, RegExp | null>();
 const REGEX_CACHE_ENTRIES_MAX = 4096;
+/**
+ * `matches` patterns come from editors and run against any caller's context, so they must not
+ * backtrack catastrophically (`^(a+)+$` on "aaaa…!" would stall the whole service). V8's linear-time
+ * engine (the `l` flag, enabled once here) runs them in time linear in the input; patterns it
+ * cannot run that way (backreferences, lookaround) never match, like any unusable pattern.
+ */
+let linearFlag: 'l' | '' | undefined;
+function linear(): 'l' | '' {
+  if (linearFlag === undefined) {
+    try {
+      setFlagsFromString('--enable-experimental-regexp-engine');
+      new RegExp('a', 'l');
+      linearFlag = 'l';
+    } catch {
+      linearFlag = '';
+    }
+  }
+  return linearFlag;
+}
+
 export function compileRegex(pattern: string): RegExp | undefined {
   let hit = regexCache.get(pattern);
   if (hit === undefined) {
     if (regexCache.size >= REGEX_CACHE_ENTRIES_MAX) regexCache.clear();
+    const flags = linear();
     try {
-      hit = new RegExp(pattern);
+      // Without the linear engine (never on Node 20 here), refuse nested quantifiers outright.
+      hit = flags === '' && /\([^)]*[+*][^)]*\)[+*{]/.test(pattern) ? null : new RegExp(pattern, flags);
     } catch {
       hit = null;
     }
