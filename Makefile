@@ -40,7 +40,7 @@ sim: build
 	node dist/src/replication/swarm/cli.js --seed $(SEED) --strategy $(STRATEGY) --verbose
 
 sim-long: build
-	node dist/src/replication/swarm/cli.js --runs 100000 --strategy $(STRATEGY)
+	node dist/src/replication/swarm/cli.js --seed 1 --runs 100000 --jobs 2 --strategy $(STRATEGY)
 
 # Property-based hostile-input fuzzing of every endpoint, many more cases than make test runs.
 FUZZ_RUNS ?= 2000
