@@ -268,7 +268,12 @@ export class Cluster {
     this.fabric.addNode(id);
     const handle = this.spawn(id, peers);
     await handle.ready();
-    const r = await leader.controlAwait({ kind: 'add_server', node_id: id });
+    let r = await leader.controlAwait({ kind: 'add_server', node_id: id });
+    // Right after an election the leader refuses changes until it commits an entry of its term.
+    for (let i = 0; i < 10 && !r.ok && /retry shortly/.test(r.error); i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      r = await leader.controlAwait({ kind: 'add_server', node_id: id });
+    }
     if (!r.ok) {
       this.nodes.delete(id);
       this.fabric.removeNode(id);
