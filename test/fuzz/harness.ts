@@ -130,6 +130,7 @@ export function send(port: number, wire: Wire, timeoutMs: number, stream = false
   const started = Date.now();
   return new Promise((resolve) => {
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (r: Reply): void => {
       if (done) return;
       done = true;
@@ -156,7 +157,7 @@ export function send(port: number, wire: Wire, timeoutMs: number, stream = false
       finish({ kind: 'error', message: `client refused to send: ${(err as Error).message}` });
       return;
     }
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       req.destroy();
       finish({ kind: 'timeout', ms: Date.now() - started });
     }, timeoutMs);
