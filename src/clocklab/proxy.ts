@@ -68,7 +68,16 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
     }
     if (req.rawBody.length > 0) headers['content-length'] = String(req.rawBody.length);
     const qs = req.query.toString();
-    const upstream = http.request({ host: target.host, port: target.port, method: req.method, path: qs ? `${req.path}?${qs}` : req.path, headers, agent }, (res) => {
+    // A request target may carry raw non-ASCII bytes; http.request refuses those (and would throw
+    // inside this executor), so percent-encode them. Unencodable input is the client's error.
+    let path: string;
+    try {
+      path = req.path.replace(/[^\x21-\x7e]/g, (ch) => encodeURIComponent(ch));
+    } catch {
+      resolve({ status: 400, body: { error: 'request path is not valid text' } });
+      return;
+    }
+    const upstream = http.request({ host: target.host, port: target.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

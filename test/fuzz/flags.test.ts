@@ -13,7 +13,7 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { startService, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { allowTime, fuzzOptions, fuzzService, parseJson, headHasBody, oversizeAtOnce, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+import { allowTime, fuzzOptions, fuzzService, parseJson, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
 
 const adminEmail = 'fuzz-admin@example.com';
 const adminPassword = 'fuzz-password-0123';
@@ -174,7 +174,8 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/sdk/v1/latest-all', headers: sdk },
 ];
 
-const knownBugs: KnownBug[] = [headHasBody, oversizeAtOnce, unknownMethodDropped];
+// HEAD bodies and lost 413s were fixed in src/http/app.ts; only uWS's parser limit remains.
+const knownBugs: KnownBug[] = [unknownMethodDropped];
 
 const svc: ServiceUnderTest<Fixture> = {
   name: 'feature flags',
@@ -221,7 +222,7 @@ const opts = fuzzOptions(10);
 allowTime(t, opts, endpoints.length);
 await fuzzService(t, svc, opts);
 
-// BUG (src/flags/eval/operators.ts compileRegex): `matches` clauses run `new RegExp(pattern)` on the
+// Fixed (regression test): (src/flags/eval/operators.ts compileRegex): `matches` clauses run `new RegExp(pattern)` on the
 // backtracking engine, so an editor's pattern with nested quantifiers plus any caller's context
 // freezes the whole service: after
 //   POST /api/v1/projects/p/environments/e/flags {"key":"redos","type":"boolean","defaultVariation":"off",
@@ -231,7 +232,7 @@ await fuzzService(t, svc, opts);
 // (26 → 0.4 s, 28 → 1.6 s, 34 → ~100 s), and /healthz waits as long (one event loop). The same holds
 // for segment rules and for SDKs that evaluate locally. A linear-time engine is due, e.g. V8's
 // `--enable-experimental-regexp-engine-on-excessive-backtracks`, or RE2, or refusing such patterns.
-t.test('a catastrophic-backtracking pattern in a matches clause cannot stall evaluation', { skip: 'BUG: ReDoS in matches clauses freezes the service' }, async (t) => {
+t.test('a catastrophic-backtracking pattern in a matches clause cannot stall evaluation', async (t) => {
   const srv = await svc.start();
   t.teardown(() => srv.stop());
   const c = api(srv.base);

@@ -683,7 +683,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
 }
 
 /**
- * BUG (src/http/app.ts, every service): a body declared over 1 MiB is answered 413 and the connection
+ * Fixed, kept for the record: (src/http/app.ts, every service): a body declared over 1 MiB is answered 413 and the connection
  * is closed at once (`res.end(..., closeConnection = true)`) while the client is still sending. The
  * unread bytes make the server's kernel reset the connection, and the client's kernel then discards
  * the 413 it had received: the client sees `write EPIPE` / `ECONNRESET` (0 bytes) instead of the 413.
@@ -697,7 +697,7 @@ export const oversizeAtOnce: KnownBug = {
 };
 
 /**
- * BUG (src/http/app.ts send(), every service): HEAD answers carry the JSON body (`HEAD /healthz` →
+ * Fixed, kept for the record: (src/http/app.ts send(), every service): HEAD answers carry the JSON body (`HEAD /healthz` →
  * `Content-Length: 15` then `{"status":"ok"}`), which HTTP forbids; a client reading the next answer
  * on that keep-alive connection fails with "Parse Error: Expected HTTP/". Every HEAD case is skipped.
  */
