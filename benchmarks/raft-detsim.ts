@@ -10,22 +10,10 @@ import { performance } from 'node:perf_hooks';
 import { DetCluster } from '../src/fabric/deterministic.js';
 import type { ClusterConfig, CoreFactory, NodeCore } from '../src/replication/core.js';
 import { createRaftCore } from '../src/replication/cores/raft.js';
+import { clusterConfig } from '../src/replication/config.js';
 import { runRaftSwarm } from '../src/replication/swarm/raft-swarm.js';
 
-const config: ClusterConfig = {
-  strategy: 'raft',
-  node_count: 5,
-  replication_mode: 'async',
-  conflict_resolver: 'lww',
-  quorum_n: 3,
-  quorum_w: 2,
-  quorum_r: 2,
-  regions: 1,
-  inter_region_latency_ms: 0,
-  consistency_level: 'quorum',
-  read_repair_mode: 'async',
-  sloppy_quorum: false,
-};
+const config: ClusterConfig = clusterConfig({ strategy: 'raft', node_count: 5 });
 const ids = ['n1', 'n2', 'n3', 'n4', 'n5'];
 
 const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));

@@ -42,3 +42,10 @@ export function effectiveConfig(body: ClusterConfigBody): { ok: true; config: Cl
     },
   };
 }
+
+/** The effective configuration for internal callers (simulations, demos, benchmarks); throws on an invalid body. */
+export function clusterConfig(body: ClusterConfigBody): ClusterConfig {
+  const eff = effectiveConfig(body);
+  if (!eff.ok) throw new Error(eff.error);
+  return eff.config;
+}

@@ -9,6 +9,7 @@
 import { DetCluster } from '../../fabric/deterministic.js';
 import type { ClusterConfig, NodeId } from '../core.js';
 import { createSingleLeaderCore } from '../cores/single-leader.js';
+import { clusterConfig } from '../config.js';
 import { unreachable } from '../../util/assert.js';
 import { Narrator } from './runtime.js';
 
@@ -68,20 +69,7 @@ export interface DetsimReport {
   narrative: string[];
 }
 
-const config: ClusterConfig = {
-  strategy: 'single_leader',
-  node_count: detsimPlan.nodes.length,
-  replication_mode: 'semi_sync',
-  conflict_resolver: 'lww',
-  quorum_n: detsimPlan.nodes.length,
-  quorum_w: 2,
-  quorum_r: 2,
-  regions: 1,
-  inter_region_latency_ms: 80,
-  consistency_level: 'quorum',
-  read_repair_mode: 'async',
-  sloppy_quorum: true,
-};
+const config: ClusterConfig = clusterConfig({ strategy: 'single_leader', node_count: detsimPlan.nodes.length, replication_mode: 'semi_sync' });
 
 function describe(f: Fault): string {
   switch (f.kind) {

@@ -9,6 +9,7 @@
 import { DetCluster } from '../../fabric/deterministic.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreTimings, NodeId } from '../core.js';
 import { raftCoreFactory, RaftCore, type LogEntry } from '../cores/raft.js';
+import { clusterConfig } from '../config.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
 import { checkRegisterHistory, describeRegisterOp, type RegisterOp } from './register-lincheck.js';
@@ -154,20 +155,7 @@ export interface SwarmResult {
   trace: string[];
 }
 
-const swarmConfig: ClusterConfig = {
-  strategy: 'raft',
-  node_count: 5,
-  replication_mode: 'async',
-  conflict_resolver: 'lww',
-  quorum_n: 3,
-  quorum_w: 2,
-  quorum_r: 2,
-  regions: 1,
-  inter_region_latency_ms: 0,
-  consistency_level: 'quorum',
-  read_repair_mode: 'async',
-  sloppy_quorum: false,
-};
+const swarmConfig: ClusterConfig = clusterConfig({ strategy: 'raft', node_count: 5 });
 
 /** What an applied entry said, comparable across nodes. */
 function fingerprint(e: LogEntry): string {
