@@ -4,7 +4,7 @@
  * derived from the event stream before it reaches the bus (so a bus drop never loses a count) and
  * gauges read from the simulation on scrape. No behaviour: it only observes.
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from '../util/metrics.js';
 import type { EventData, LabEventType } from './events.js';
 
 export interface LabGauges {

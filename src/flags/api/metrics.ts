@@ -3,7 +3,7 @@
  * Hot-path counts (evaluations by reason, SSE events) are kept in plain objects by their owners and
  * copied into the registry when it is scraped, so serving an evaluation never touches prom-client.
  */
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectProcessMetrics } from '../../util/metrics.js';
 import type { AuthService } from '../auth/service.js';
 import type { StreamHub } from '../stream/hub.js';
 import type { Replica } from '../stream/replica.js';
@@ -55,7 +55,7 @@ function mirroredLabelledCounter(registry: Registry, name: string, help: string,
 
 export function createMetrics(parts: { store: FlagStore; hub: StreamHub; replica: Replica; auth: AuthService; feedPosition: () => number }): FlagsMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'flags_' });
+  collectProcessMetrics(registry, 'flags_');
   const evalCounts: EvalCounts = { byReason: new Map(), warnings: new Map() };
   const { store, hub, replica, auth } = parts;
 
