@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 // it starts the simulator as a child and reads that child's /proc status, as `make soak` does.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const script = path.join(root, 'dist', 'benchmarks', 'soak.js');
-const durationS = 45;
+const durationS = 60; // the short soak of issue 8: 60 s of traffic and faults in make test
 
 interface Summary {
   soak: 'pass' | 'fail';
