@@ -354,10 +354,16 @@ export class HttpApp {
     }
     // A root span per request, only when tracing is on (otherwise this is one property test).
     if (tracing.on) state.span = startSpan(`${method} ${path}`, undefined, { 'http.method': method, 'http.target': path });
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    // The remote address is decoded only when a handler asks (login rate limiting), and only while
+    // the response is live (uWS forbids touching it afterwards); most requests never need it.
+    let remote: string | undefined;
     const request: HttpRequest<unknown> = {
-      method, path, params: m.params, query: new URLSearchParams(queryString), headers,
-      body: undefined, rawBody: emptyBody, remoteAddress,
+      method, path, params: m.params, query: queryString === '' ? emptyQuery : new URLSearchParams(queryString), headers,
+      body: undefined, rawBody: emptyBody,
+      get remoteAddress(): string {
+        if (remote === undefined) remote = state.aborted || state.done ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
+        return remote;
+      },
     };
 
     if (entry.kind === 'stream') {
@@ -604,6 +610,8 @@ export class HttpApp {
 }
 
 const emptyBody = Buffer.alloc(0);
+/** Shared by every request without a query string (handlers only read queries). */
+const emptyQuery = new URLSearchParams();
 
 interface ReqState {
   aborted: boolean;
