@@ -5,7 +5,7 @@
  * node and repairs nothing: routes.ts fetches the stores and drives the repair.
  */
 import type { NodeId, Version } from '../core.js';
-import { hashText, merkleLeaves } from '../dynamo/merkle.js';
+import { merkleLeaves, merkleParents } from '../dynamo/merkle.js';
 import { preferenceList } from '../dynamo/ring.js';
 
 /** What one replica holds for a key, as a client would see it. */
@@ -98,19 +98,13 @@ export function compareReplicas(replicas: readonly ReplicaStore[], placement: Pl
 /** A binary hash tree over the leaves: levels[0] are the leaves, the last level is the root. */
 export type MerkleTree = readonly (readonly string[])[];
 
-/** Builds every level with the pairing rule of dynamo/merkle.ts merkleRoot (so roots match it). */
+/** Every level of the tree, built with dynamo/merkle.ts's pairing rule (so its root is merkleRoot's). */
 export function merkleTree(leaves: readonly string[]): MerkleTree {
   const levels: string[][] = [[...leaves]];
   let level = levels[0] as string[];
   while (level.length > 1) {
-    const next: string[] = [];
-    for (let i = 0; i < level.length; i += 2) {
-      const l = level[i] as string;
-      const r = level[i + 1] ?? '';
-      next.push(l === '' && r === '' ? '' : hashText(`${l}|${r}`));
-    }
-    levels.push(next);
-    level = next;
+    level = merkleParents(level);
+    levels.push(level);
   }
   return levels;
 }

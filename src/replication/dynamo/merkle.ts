@@ -24,19 +24,22 @@ export function merkleLeaves(entries: Iterable<readonly [string, string]>, bucke
   return lines.map((ls) => (ls.length === 0 ? '' : hashText(ls.sort().join('\n'))));
 }
 
+/** One level up the tree: neighbours hashed pairwise (two empty children make an empty parent). */
+export function merkleParents(level: readonly string[]): string[] {
+  const next: string[] = [];
+  for (let i = 0; i < level.length; i += 2) {
+    const l = level[i] as string;
+    const r = level[i + 1] ?? '';
+    next.push(l === '' && r === '' ? '' : hashText(`${l}|${r}`));
+  }
+  return next;
+}
+
 /** The root over the leaves (pairwise hashing up a binary tree). */
 export function merkleRoot(leaves: readonly string[]): string {
-  let level = [...leaves];
+  let level: readonly string[] = leaves;
   if (level.length === 0) return '';
-  while (level.length > 1) {
-    const next: string[] = [];
-    for (let i = 0; i < level.length; i += 2) {
-      const l = level[i] as string;
-      const r = level[i + 1] ?? '';
-      next.push(l === '' && r === '' ? '' : hashText(`${l}|${r}`));
-    }
-    level = next;
-  }
+  while (level.length > 1) level = merkleParents(level);
   return level[0] as string;
 }
 
