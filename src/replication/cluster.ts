@@ -174,30 +174,32 @@ export class Cluster {
     } else if (op.op !== 'read') this.writeFailures++;
     const outcome: HistoryOp['outcome'] = reply.ok ? 'ok' : reply.indeterminate ? 'info' : 'fail';
     const client = op.client_id ?? `http-${nodeId}`;
-    const push = (h: HistoryOp) => {
-      if (this.historyRing.length < historyMax) this.historyRing.push(h);
-      else {
-        this.historyRing[this.historyHead] = h;
-        this.historyHead = (this.historyHead + 1) % historyMax;
-        this.historyDropped++;
-      }
-    };
     switch (op.op) {
       case 'write':
-        push({ client, node: nodeId, kind: 'write', key: op.key, value: op.value, invokeMs, completeMs, outcome });
+        this.pushHistory({ client, node: nodeId, kind: 'write', key: op.key, value: op.value, invokeMs, completeMs, outcome });
         break;
       case 'delete':
-        push({ client, node: nodeId, kind: 'delete', key: op.key, value: null, invokeMs, completeMs, outcome });
+        this.pushHistory({ client, node: nodeId, kind: 'delete', key: op.key, value: null, invokeMs, completeMs, outcome });
         break;
       case 'read':
         if (reply.ok || reply.code === 'not_found') {
           const seen = reply.ok && reply.result.kind === 'entry' ? reply.result.entry.value : null;
-          push({ client, node: nodeId, kind: 'read', key: op.key, value: null, invokeMs, completeMs, outcome: 'ok', result: seen });
+          this.pushHistory({ client, node: nodeId, kind: 'read', key: op.key, value: null, invokeMs, completeMs, outcome: 'ok', result: seen });
         }
         break;
       case 'batch':
-        for (const e of op.entries) push({ client, node: nodeId, kind: 'write', key: e.key, value: e.value, invokeMs, completeMs, outcome });
+        for (const e of op.entries) this.pushHistory({ client, node: nodeId, kind: 'write', key: e.key, value: e.value, invokeMs, completeMs, outcome });
         break;
+    }
+  }
+
+  /** Appends to the bounded history ring; what falls off is counted. */
+  private pushHistory(h: HistoryOp): void {
+    if (this.historyRing.length < historyMax) this.historyRing.push(h);
+    else {
+      this.historyRing[this.historyHead] = h;
+      this.historyHead = (this.historyHead + 1) % historyMax;
+      this.historyDropped++;
     }
   }
 
