@@ -300,7 +300,7 @@ export class HttpApp {
   private corsHeaders(origin: string | undefined): Record<string, string> | undefined {
     const cors = this.opts.cors;
     if (!cors) return undefined;
-    if (cors.origins === '*') return { 'access-control-allow-origin': origin ?? '*', vary: 'Origin' };
+    if (cors.origins === '*') return origin === undefined ? anyOriginCors : { 'access-control-allow-origin': origin, vary: 'Origin' };
     if (origin && cors.origins.includes(origin)) return { 'access-control-allow-origin': origin, vary: 'Origin' };
     return undefined;
   }
@@ -309,16 +309,19 @@ export class HttpApp {
     const rawMethod = req.getCaseSensitiveMethod().toUpperCase() as Method;
     const path = req.getUrl();
     const queryString = req.getQuery() ?? '';
-    const headers: Record<string, string> = {};
+    // Header names and values, copied now (uWS's request dies when this function returns). A flat
+    // list, not an object: storing fresh strings as object keys costs a string-table lookup each,
+    // and most routes never read a header; the object is built on first use.
+    const headerList: string[] = [];
     req.forEach((k, v) => {
-      headers[k] = v;
+      headerList.push(k, v);
     });
-    const state: ReqState = { aborted: false, done: false, span: undefined };
+    const state = new InFlight(res, rawMethod, path, headerList);
     res.onAborted(() => {
       state.aborted = true;
       state.span?.end();
     });
-    const cors = this.corsHeaders(headers['origin']);
+    const cors = this.corsHeaders(state.header('origin'));
 
     if (!methods.has(rawMethod)) {
       this.send(res, state, { status: 405, body: { error: `method ${rawMethod} not allowed` } }, cors, rawMethod);
@@ -327,13 +330,13 @@ export class HttpApp {
     const method = rawMethod;
     if (method === 'OPTIONS' && this.opts.cors) {
       const m = this.router.match('GET', path);
-      const allow = m.pathKnown ? m.allowed : ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+      const allow = m.methods ? [...m.methods.keys()] : ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
       this.send(res, state, {
         status: 204,
         headers: {
           ...(cors ?? {}),
           'access-control-allow-methods': [...allow, 'OPTIONS'].join(', '),
-          'access-control-allow-headers': headers['access-control-request-headers'] ?? 'content-type, authorization, if-match, last-event-id',
+          'access-control-allow-headers': state.header('access-control-request-headers') ?? 'content-type, authorization, if-match, last-event-id',
           'access-control-max-age': '600',
         },
       }, undefined, method);
@@ -344,8 +347,8 @@ export class HttpApp {
     let entry: Entry | undefined = m.route;
     if (!entry) {
       if (this.fallbackEntry) entry = this.fallbackEntry;
-      else if (m.pathKnown) {
-        this.send(res, state, { status: 405, body: { error: `method ${method} not allowed on ${path}`, }, headers: { allow: m.allowed.join(', ') } }, cors, method);
+      else if (m.methods) {
+        this.send(res, state, { status: 405, body: { error: `method ${method} not allowed on ${path}`, }, headers: { allow: [...m.methods.keys()].join(', ') } }, cors, method);
         return;
       } else {
         this.send(res, state, { status: 404, body: { error: `no route for ${method} ${path}` } }, cors, method);
@@ -354,25 +357,17 @@ export class HttpApp {
     }
     // A root span per request, only when tracing is on (otherwise this is one property test).
     if (tracing.on) state.span = startSpan(`${method} ${path}`, undefined, { 'http.method': method, 'http.target': path });
-    // The remote address is decoded only when a handler asks (login rate limiting), and only while
-    // the response is live (uWS forbids touching it afterwards); most requests never need it.
-    let remote: string | undefined;
-    const request: HttpRequest<unknown> = {
-      method, path, params: m.params, query: queryString === '' ? emptyQuery : new URLSearchParams(queryString), headers,
-      body: undefined, rawBody: emptyBody,
-      get remoteAddress(): string {
-        if (remote === undefined) remote = state.aborted || state.done ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
-        return remote;
-      },
-    };
+    state.params = m.params;
+    if (queryString !== '') state.query = new URLSearchParams(queryString);
+    const request: HttpRequest<unknown> = state;
 
     if (entry.kind === 'stream') {
       this.runStream(res, state, entry, request as HttpRequest<undefined>, cors);
       return;
     }
     const route = entry;
-    for (const hook of [this.opts.before, route.opts.before]) {
-      if (!hook) continue;
+    const hooks = route.opts.before ? (this.opts.before ? [this.opts.before, route.opts.before] : [route.opts.before]) : this.opts.before ? [this.opts.before] : noHooks;
+    for (const hook of hooks) {
       let early: HttpResult | undefined;
       try {
         early = hook(request as HttpRequest<undefined>);
@@ -380,7 +375,7 @@ export class HttpApp {
         early = this.errorResult(err, request);
       }
       if (early) {
-        this.send(res, state, early, cors, method, bodyMethods.has(method) && headers['content-length'] !== '0');
+        this.send(res, state, early, cors, method, bodyMethods.has(method) && state.header('content-length') !== '0');
         return;
       }
     }
@@ -388,7 +383,7 @@ export class HttpApp {
       this.runHandler(res, state, route, request, cors);
       return;
     }
-    const declared = headers['content-length'];
+    const declared = state.header('content-length');
     if (declared !== undefined && Number(declared) > this.bodyLimit) {
       // Answer at once but keep the connection and discard what the client is still sending
       // (closing now would reset the connection and the client would lose the 413).
@@ -396,7 +391,7 @@ export class HttpApp {
       this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method);
       return;
     }
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] | undefined;
     let size = 0;
     let refused = false;
     res.onData((chunk, isLast) => {
@@ -407,9 +402,16 @@ export class HttpApp {
         this.send(res, state, { status: 413, body: { error: `request body exceeds ${this.bodyLimit} bytes` } }, cors, method);
         return;
       }
-      if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      // Copied (uWS reuses the chunk's memory after this call) into Node's pooled buffers: one copy,
+      // no allocation of its own for small bodies.
+      if (isLast && chunks === undefined) {
+        if (chunk.byteLength > 0) request.rawBody = Buffer.from(new Uint8Array(chunk));
+        this.runHandler(res, state, route, request, cors);
+        return;
+      }
+      if (chunk.byteLength > 0) (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) {
-        request.rawBody = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+        request.rawBody = chunks === undefined ? emptyBody : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
         this.runHandler(res, state, route, request, cors);
       }
     });
@@ -613,8 +615,55 @@ const emptyBody = Buffer.alloc(0);
 /** Shared by every request without a query string (handlers only read queries). */
 const emptyQuery = new URLSearchParams();
 
-interface ReqState {
-  aborted: boolean;
-  done: boolean;
-  span: SpanHandle | undefined;
+/** CORS headers of an answer to a request without an Origin (the same every time). */
+const anyOriginCors: Record<string, string> = Object.freeze({ 'access-control-allow-origin': '*', vary: 'Origin' });
+const noParams: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const noHooks: Array<(req: HttpRequest<undefined>) => HttpResult | undefined> = [];
+
+/**
+ * One request in flight: what handlers see (HttpRequest) and the adapter's own state for it, in
+ * one object. Headers are kept as a flat [name, value, ...] list until a handler reads `headers`.
+ */
+class InFlight implements HttpRequest<unknown> {
+  aborted = false;
+  done = false;
+  span: SpanHandle | undefined = undefined;
+  params: Record<string, string> = noParams;
+  query: URLSearchParams = emptyQuery;
+  body: unknown = undefined;
+  rawBody: Buffer = emptyBody;
+  private headerObject: Record<string, string> | undefined;
+  private remote: string | undefined;
+
+  constructor(
+    private readonly res: uWS.HttpResponse,
+    readonly method: Method,
+    readonly path: string,
+    private readonly headerList: string[],
+  ) {}
+
+  /** One header by lower-case name (the last one wins, as with the object). */
+  header(name: string): string | undefined {
+    const l = this.headerList;
+    for (let i = l.length - 2; i >= 0; i -= 2) if (l[i] === name) return l[i + 1];
+    return undefined;
+  }
+
+  get headers(): Record<string, string> {
+    if (this.headerObject === undefined) {
+      const h: Record<string, string> = {};
+      const l = this.headerList;
+      for (let i = 0; i < l.length; i += 2) h[l[i] as string] = l[i + 1] as string;
+      this.headerObject = h;
+    }
+    return this.headerObject;
+  }
+
+  /** Decoded only when a handler asks (login rate limiting), and only while the response is live (uWS forbids touching it afterwards). */
+  get remoteAddress(): string {
+    if (this.remote === undefined) this.remote = this.aborted || this.done ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    return this.remote;
+  }
 }
+
+type ReqState = InFlight;

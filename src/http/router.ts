@@ -1,7 +1,7 @@
 /**
  * Path router for the HTTP adapter: a segment trie with static children and one `:param` child per
  * level. Matching is allocation-light (one params object per match). It only answers "which route";
- * 404 versus 405 is decided by the caller from `pathKnown`.
+ * 404 versus 405 is decided by the caller from `methods`.
  */
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | 'HEAD';
@@ -21,9 +21,8 @@ function newNode<R>(): TrieNode<R> {
 export interface Match<R> {
   route: R | undefined;
   params: Record<string, string>;
-  /** The path exists for some method (so a miss is 405, not 404). */
-  pathKnown: boolean;
-  allowed: Method[];
+  /** The routes of the matched path by method; undefined when no route has this path (a miss is then 404, not 405). */
+  methods: ReadonlyMap<Method, R> | undefined;
 }
 
 export class Router<R> {
@@ -59,11 +58,10 @@ export class Router<R> {
 
   match(method: Method, path: string): Match<R> {
     const params: Record<string, string> = {};
-    const segs = split(path);
-    const node = this.walk(this.root, segs, 0, params);
-    if (!node) return { route: undefined, params, pathKnown: false, allowed: [] };
+    const node = this.walk(this.root, split(path), 0, params);
+    if (!node) return { route: undefined, params, methods: undefined };
     const route = node.routes.get(method) ?? (method === 'HEAD' ? node.routes.get('GET') : undefined);
-    return { route, params, pathKnown: node.routes.size > 0, allowed: [...node.routes.keys()] };
+    return { route, params, methods: node.routes.size > 0 ? node.routes : undefined };
   }
 
   private walk(node: TrieNode<R>, segs: string[], i: number, params: Record<string, string>): TrieNode<R> | undefined {
@@ -75,11 +73,13 @@ export class Router<R> {
       if (found) return found;
     }
     if (node.param) {
-      let value: string;
-      try {
-        value = decodeURIComponent(seg);
-      } catch {
-        value = seg;
+      let value = seg;
+      if (seg.includes('%')) {
+        try {
+          value = decodeURIComponent(seg);
+        } catch {
+          // not valid percent-encoding: the segment as sent
+        }
       }
       const found = this.walk(node.param.node, segs, i + 1, params);
       if (found) {
@@ -95,8 +95,15 @@ export class Router<R> {
   }
 }
 
+/** The non-empty segments of a path. */
 function split(path: string): string[] {
   const out: string[] = [];
-  for (const s of path.split('/')) if (s !== '') out.push(s);
+  let start = 0;
+  while (start <= path.length) {
+    let end = path.indexOf('/', start);
+    if (end < 0) end = path.length;
+    if (end > start) out.push(path.slice(start, end));
+    start = end + 1;
+  }
   return out;
 }

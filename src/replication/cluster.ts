@@ -154,26 +154,39 @@ export class Cluster {
     return this.nodes.keys().next().value;
   }
 
-  async clientOp(nodeId: NodeId, op: ClientOp): Promise<ClientReply> {
-    const node = this.nodes.get(nodeId);
-    if (!node) return { id: 0, ok: false, code: 'not_found', status: 404, error: `node ${nodeId} not found in cluster ${this.id}` };
-    const invokeMs = preciseNowMs();
-    if (node.state === 'paused') {
-      const r: ClientReply = { id: 0, ok: false, code: 'paused', status: op.op === 'read' ? 404 : 409, error: `node ${nodeId} is paused` };
-      return r;
-    }
-    const reply = await node.request(op);
-    this.record(nodeId, op, reply, invokeMs, preciseNowMs());
-    return reply;
+  clientOp(nodeId: NodeId, op: ClientOp): Promise<ClientReply> {
+    return new Promise((resolve) => this.submit(nodeId, op, resolve));
   }
 
-  private record(nodeId: NodeId, op: ClientOp, reply: ClientReply, invokeMs: number, completeMs: number): void {
+  /**
+   * A client operation on one node, answered through `done` (the hot path of writes and reads:
+   * no promise per layer). The outcome is recorded in the history and the counters first.
+   */
+  submit(nodeId: NodeId, op: ClientOp, done: (r: ClientReply) => void): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) {
+      done({ id: 0, ok: false, code: 'not_found', status: 404, error: `node ${nodeId} not found in cluster ${this.id}` });
+      return;
+    }
+    if (node.state === 'paused') {
+      done({ id: 0, ok: false, code: 'paused', status: op.op === 'read' ? 404 : 409, error: `node ${nodeId} is paused` });
+      return;
+    }
+    const invokeMs = preciseNowMs();
+    node.submit(op, (reply) => {
+      this.record(node, op, reply, invokeMs, preciseNowMs());
+      done(reply);
+    });
+  }
+
+  private record(node: NodeHandle, op: ClientOp, reply: ClientReply, invokeMs: number, completeMs: number): void {
+    const nodeId = node.id;
     if (reply.ok) {
       if (op.op === 'read') this.reads++;
       else this.writes++;
     } else if (op.op !== 'read') this.writeFailures++;
     const outcome: HistoryOp['outcome'] = reply.ok ? 'ok' : reply.indeterminate ? 'info' : 'fail';
-    const client = op.client_id ?? `http-${nodeId}`;
+    const client = op.client_id ?? node.httpClientId;
     switch (op.op) {
       case 'write':
         this.pushHistory({ client, node: nodeId, kind: 'write', key: op.key, value: op.value, invokeMs, completeMs, outcome });

@@ -17,13 +17,46 @@ export interface SimMetrics {
   historyDropped: Counter<'cluster_id'>;
 }
 
-export function createSimMetrics(collect: () => Promise<void>): SimMetrics {
+/**
+ * Per-(cluster, node) increments kept as plain numbers and handed to a labelled prom-client counter
+ * when the registry is read: prom-client hashes the label set on every inc(), and the write and read
+ * counters are bumped once per client operation (the hottest path of the service).
+ */
+export class DeferredCounts {
+  private readonly counts = new Map<string, Map<string, number>>();
+
+  add(clusterId: string, nodeId: string): void {
+    let byNode = this.counts.get(clusterId);
+    if (byNode === undefined) {
+      byNode = new Map();
+      this.counts.set(clusterId, byNode);
+    }
+    byNode.set(nodeId, (byNode.get(nodeId) ?? 0) + 1);
+  }
+
+  /** Hands every pending increment to `fn` and clears them. */
+  drain(fn: (clusterId: string, nodeId: string, n: number) => void): void {
+    for (const [cid, byNode] of this.counts) for (const [nid, n] of byNode) fn(cid, nid, n);
+    this.counts.clear();
+  }
+
+  forget(clusterId: string): void {
+    this.counts.delete(clusterId);
+  }
+}
+
+/**
+ * `collect` refreshes the gauges (run from the lag gauge); `flushWrites` and `flushReads` hand the
+ * deferred write and read counts to their counters (each run from its own counter, so the values
+ * are current when that counter is read).
+ */
+export function createSimMetrics(collect: () => Promise<void>, flushWrites: () => void = () => {}, flushReads: () => void = () => {}): SimMetrics {
   const registry = new Registry();
   collectProcessMetrics(registry);
   const m: SimMetrics = {
     registry,
-    writes: new Counter({ name: 'sim_writes_total', help: 'cumulative writes', labelNames: ['cluster_id', 'node_id', 'strategy'], registers: [registry] }),
-    reads: new Counter({ name: 'sim_reads_total', help: 'cumulative reads', labelNames: ['cluster_id', 'node_id'], registers: [registry] }),
+    writes: new Counter({ name: 'sim_writes_total', help: 'cumulative writes', labelNames: ['cluster_id', 'node_id', 'strategy'], registers: [registry], collect: flushWrites }),
+    reads: new Counter({ name: 'sim_reads_total', help: 'cumulative reads', labelNames: ['cluster_id', 'node_id'], registers: [registry], collect: flushReads }),
     lag: new Gauge({ name: 'sim_replication_lag_ms', help: 'current follower lag', labelNames: ['cluster_id', 'follower_id'], registers: [registry], collect }),
     conflicts: new Counter({ name: 'sim_conflicts_total', help: 'cumulative detected conflicts', labelNames: ['cluster_id', 'resolver'], registers: [registry] }),
     quorumFailures: new Counter({ name: 'sim_quorum_failures_total', help: 'write failures from unavailable quorum', labelNames: ['cluster_id'], registers: [registry] }),

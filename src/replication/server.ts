@@ -14,7 +14,7 @@ import { actorPool } from './node-handle.js';
 import { effectiveConfig } from './config.js';
 import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
 import { isImplemented } from './cores/index.js';
-import { createSimMetrics, type SimMetrics } from './metrics.js';
+import { createSimMetrics, DeferredCounts, type SimMetrics } from './metrics.js';
 import { preferenceList } from './dynamo/ring.js';
 import { registerCheckerRoutes } from './checkers/routes.js';
 import { registerDemoRoutes } from './demos/routes.js';
@@ -77,7 +77,18 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     metrics.lag.reset();
     for (const [cid, f, ms] of lag) metrics.lag.set({ cluster_id: cid, follower_id: f }, ms);
   };
-  const metrics: SimMetrics = createSimMetrics(collect);
+  const writeCounts = new DeferredCounts();
+  const readCounts = new DeferredCounts();
+  const metrics: SimMetrics = createSimMetrics(
+    collect,
+    () => writeCounts.drain((cid, nid, n) => {
+      const c = clusters.get(cid);
+      if (c) metrics.writes.inc({ cluster_id: cid, node_id: nid, strategy: c.config.strategy }, n);
+    }),
+    () => readCounts.drain((cid, nid, n) => {
+      if (clusters.has(cid)) metrics.reads.inc({ cluster_id: cid, node_id: nid }, n);
+    }),
+  );
 
   const publish = (clusterId: string, e: CoreEvent): void => {
     if (e.type === 'conflict_detected') {
@@ -152,39 +163,48 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive, metrics.historyDropped] as unknown as Array<{ get(): Promise<{ values: Array<{ labels: Record<string, string | number> }> }>; remove(l: Record<string, string | number>): void }>) {
       for (const v of (await m.get()).values) if (v.labels['cluster_id'] === id) m.remove(v.labels);
     }
-    for (const k of [...writeCounter.keys()]) if (k.startsWith(`${id}/`)) writeCounter.delete(k);
+    writeCounts.forget(id);
+    readCounts.forget(id);
     droppedSeen.delete(id);
     historySeen.delete(id);
     return true;
   };
 
-  const writeCounter = new Map<string, ReturnType<typeof metrics.writes.labels>>();
-  const countWrite = (c: Cluster, nodeId: string): void => {
-    const k = `${c.id}/${nodeId}`;
-    let child = writeCounter.get(k);
-    if (!child) {
-      child = metrics.writes.labels(c.id, nodeId, c.config.strategy);
-      writeCounter.set(k, child);
-    }
-    child.inc();
-  };
+  const countWrite = (c: Cluster, nodeId: string): void => writeCounts.add(c.id, nodeId);
 
   type WriteOutcome = { ok: true; entry: KVEntry; node_id: string } | { ok: false; status: number; error: string };
   const doWrite = (c: Cluster, op: ClientOp, target: string | undefined): Promise<WriteOutcome> =>
-    tracing.on ? inSpan('write', () => doWriteInner(c, op, target), { cluster_id: c.id, op: op.op }) : doWriteInner(c, op, target);
-  const doWriteInner = async (c: Cluster, op: ClientOp, target: string | undefined): Promise<WriteOutcome> => {
-    const nodeId = target ?? c.defaultTarget();
-    if (!nodeId || !c.nodes.has(nodeId)) return { ok: false, status: 404, error: `node ${nodeId} not found in cluster ${c.id}` };
-    if (hub.size > 0) publish(c.id, { type: 'write_received', node_id: nodeId, data: { key: 'key' in op ? op.key : undefined, op: op.op } });
-    const r = await c.clientOp(nodeId, op);
-    if (!r.ok) {
-      if (r.code === 'quorum_not_met') metrics.quorumFailures.inc({ cluster_id: c.id });
-      return { ok: false, status: r.status === 404 ? 404 : r.status, error: r.error };
+    new Promise((resolve) => submitWrite(c, op, target, resolve));
+  /** A write (or delete) answered through `done`: the hot path, with no promise per layer. */
+  const submitWrite = (c: Cluster, op: ClientOp, target: string | undefined, done: (o: WriteOutcome) => void): void => {
+    if (tracing.on) {
+      // The span stays open until the outcome is known; the actor request is queued inside it.
+      void inSpan('write', () => new Promise<void>((spanDone) => submitWriteInner(c, op, target, (o) => {
+        spanDone();
+        done(o);
+      })), { cluster_id: c.id, op: op.op });
+      return;
     }
-    countWrite(c, nodeId);
-    const result = r.result;
-    if (result.kind !== 'entry') return { ok: false, status: 500, error: 'unexpected batch result' };
-    return { ok: true, entry: toKVEntry(result.entry), node_id: result.node_id };
+    submitWriteInner(c, op, target, done);
+  };
+  const submitWriteInner = (c: Cluster, op: ClientOp, target: string | undefined, done: (o: WriteOutcome) => void): void => {
+    const nodeId = target ?? c.defaultTarget();
+    if (!nodeId || !c.nodes.has(nodeId)) {
+      done({ ok: false, status: 404, error: `node ${nodeId} not found in cluster ${c.id}` });
+      return;
+    }
+    if (hub.size > 0) publish(c.id, { type: 'write_received', node_id: nodeId, data: { key: 'key' in op ? op.key : undefined, op: op.op } });
+    c.submit(nodeId, op, (r) => {
+      if (!r.ok) {
+        if (r.code === 'quorum_not_met') metrics.quorumFailures.inc({ cluster_id: c.id });
+        done({ ok: false, status: r.status === 404 ? 404 : r.status, error: r.error });
+        return;
+      }
+      countWrite(c, nodeId);
+      const result = r.result;
+      if (result.kind !== 'entry') done({ ok: false, status: 500, error: 'unexpected batch result' });
+      else done({ ok: true, entry: toKVEntry(result.entry), node_id: result.node_id });
+    });
   };
 
   // ---- simulation ----
@@ -219,14 +239,14 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   }, { body: ClusterConfigPatch });
 
   // ---- data ----
-  app.post('/api/v1/clusters/:id/write', async (req) => {
+  app.post('/api/v1/clusters/:id/write', (req) => {
     const c = getCluster(req);
     const b = req.body as WriteRequest;
     const op: ClientOp = { op: 'write', key: b.key, value: b.value ?? '' };
     if (b.client_id !== undefined) op.client_id = b.client_id;
-    const r = await doWrite(c, op, b.target_node_id);
-    if (!r.ok) return { status: r.status, body: { error: r.error } };
-    return { status: 200, body: { entry: r.entry, node_id: r.node_id } };
+    return new Promise<HttpResult>((resolve) => submitWrite(c, op, b.target_node_id, (r) => {
+      resolve(r.ok ? { status: 200, body: { entry: r.entry, node_id: r.node_id } } : { status: r.status, body: { error: r.error } });
+    }));
   }, { body: WriteRequest });
 
   app.get('/api/v1/clusters/:id/read', async (req) => {
@@ -241,7 +261,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     if (hub.size > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
     const r = tracing.on ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id }) : await c.clientOp(nodeId as string, op);
     if (!r.ok) return replyError(r, true);
-    metrics.reads.inc({ cluster_id: c.id, node_id: nodeId as string });
+    readCounts.add(c.id, nodeId as string);
     if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
     return { status: 200, body: { entry: toKVEntry(r.result.entry), node_id: r.result.node_id } };
   });

@@ -177,7 +177,13 @@ t.test('async replication reaches every follower; reads, deletes, logs and store
   t.pass('followers report last_applied 22');
   const metrics = (await c.get('/metrics')).text;
   t.match(metrics, new RegExp(`sim_writes_total\\{cluster_id="${id}",node_id="n1",strategy="single_leader"\\} 22`), 'sim_writes_total counts the writes');
-  t.match(metrics, new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n2"\\}`), 'sim_reads_total has the reads');
+  t.match(metrics, new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n2"\\} 1\n`), 'sim_reads_total counts the successful reads');
+  // The counters are handed to prom-client when /metrics is read: a second read sees only what came since added on.
+  for (let i = 0; i < 3; i++) await c.post(`${V}/clusters/${id}/write`, { key: `m${i}`, value: 'x' });
+  for (let i = 0; i < 2; i++) await c.get(`${V}/clusters/${id}/read?key=k1&node_id=n1`);
+  const again = (await c.get('/metrics')).text;
+  t.match(again, new RegExp(`sim_writes_total\\{cluster_id="${id}",node_id="n1",strategy="single_leader"\\} 25\n`), 'sim_writes_total keeps counting across scrapes');
+  t.match(again, new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n1"\\} 2\n`), 'sim_reads_total keeps counting across scrapes');
   for (const name of ['sim_replication_lag_ms', 'sim_dropped_messages_total', 'sim_partition_active', 'process_cpu_seconds_total']) t.match(metrics, name, `metrics include ${name}`);
 });
 
