@@ -55,7 +55,19 @@ function flush(): void {
       const tp = replicate?.traceparent();
       for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg), tp);
       replicate?.end();
-    } else for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg));
+    } else {
+      // A core that sends one message object to several peers (a write to every replica) has it
+      // encoded once.
+      let last: unknown;
+      let lastBytes: Uint8Array | undefined;
+      for (const m of out.messages) {
+        if (m.msg !== last || lastBytes === undefined) {
+          last = m.msg;
+          lastBytes = encode(m.msg);
+        }
+        w.add(nodeIndex(m.to), lastBytes);
+      }
+    }
     msg.net = w.finish();
     transfer.push(msg.net);
     out.messages.length = 0;

@@ -53,6 +53,9 @@ import {
 } from '../dynamo/version.js';
 
 /** Limits and periods of this core, with their units (STYLE.md). */
+/** Keys whose placement (preference list, ring walk) is remembered; the caches start over past this. */
+const placementCacheMax = 10_000;
+
 export const leaderlessLimits = {
   /**
    * Heartbeats to every peer this often (they feed the peers' phi-accrual detectors); large
@@ -260,6 +263,9 @@ class LeaderlessCore implements NodeCore {
   private readonly detectors = new Map<NodeId, PhiAccrualDetector>();
   private readonly lastHeartbeatSent = new Map<NodeId, number>();
   private readonly plCache = new Map<string, NodeId[]>();
+  /** Ring walks by key and the members' regions: both change only with membership (cleared there). */
+  private readonly walkCache = new Map<string, NodeId[]>();
+  private regionIdsCache: number[] | undefined;
   private readonly ops = new Map<number, Op>();
   private readonly batches = new Map<number, BatchOp>();
   private ridSeq = 0;
@@ -532,6 +538,7 @@ class LeaderlessCore implements NodeCore {
     let pl = this.plCache.get(key);
     if (!pl) {
       pl = this.ring.preferenceList(key, this.config.quorum_n);
+      if (this.plCache.size >= placementCacheMax) this.plCache.clear();
       this.plCache.set(key, pl);
     }
     return pl;
@@ -540,8 +547,14 @@ class LeaderlessCore implements NodeCore {
   /** The replica groups of a request (file header): intended replicas, stand-in walk, quorum. */
   private plan(key: string, quorum: number): { groups: Group[]; slots: Slot[] } {
     const n = this.config.quorum_n;
-    const walk = this.ring.walk(key);
-    const regionIds = [...new Set(this.members.map((m) => this.regionOf(m)))].sort((a, b) => a - b);
+    // An md5 of the key and a walk of the ring per request otherwise.
+    let walk = this.walkCache.get(key);
+    if (walk === undefined) {
+      walk = this.ring.walk(key);
+      if (this.walkCache.size >= placementCacheMax) this.walkCache.clear();
+      this.walkCache.set(key, walk);
+    }
+    const regionIds = (this.regionIdsCache ??= [...new Set(this.members.map((m) => this.regionOf(m)))].sort((a, b) => a - b));
     const level = this.config.consistency_level;
     if (level === 'quorum' || regionIds.length <= 1) {
       const intended = walk.slice(0, n);
@@ -640,7 +653,13 @@ class LeaderlessCore implements NodeCore {
     const op: WriteOp = { ...this.newOp('write', reqId, key), v, replied: false, batch };
     this.ops.set(op.rid, op);
     this.assignHolders(op);
-    for (const slot of op.slots) this.sendPut(op, slot, slot.holders[0] as NodeId);
+    // One message object for every intended replica (the actor encodes it once).
+    let direct: LlMsg | undefined;
+    for (const slot of op.slots) {
+      const to = slot.holders[0] as NodeId;
+      if (to !== slot.intended) this.sendPut(op, slot, to);
+      else this.deliver(to, (direct ??= { t: 'put', rid: op.rid, v: op.v, hint: null, ack: true, repair: false }));
+    }
     this.checkWrite(op);
   }
 
@@ -1035,6 +1054,8 @@ class LeaderlessCore implements NodeCore {
     if (!this.members.includes(this.id)) this.members.push(this.id);
     this.ring = ringFor(this.members);
     this.plCache.clear();
+    this.walkCache.clear();
+    this.regionIdsCache = undefined;
     for (const m of this.members) {
       if (m !== this.id && !this.detectors.has(m)) this.detectors.set(m, this.newDetector());
     }

@@ -373,6 +373,8 @@ export class SingleLeaderCore implements NodeCore {
   /** Replication messages are built here, once per drain: every entry appended since the last drain goes in one message per follower. */
   private replicate(now: number): void {
     if (!this.isLeader()) return;
+    // Followers at the same point get the same message object (the actor encodes it once).
+    let shared: { next: number; msg: Msg } | undefined;
     for (const [f, p] of this.progress) {
       if (p.needSnapshot) {
         p.needSnapshot = false;
@@ -388,12 +390,18 @@ export class SingleLeaderCore implements NodeCore {
         this.replicate(now);
         return;
       }
-      const from = p.next - this.firstIndex;
-      const entries = this.log.slice(from, from + this.timings.maxEntriesPerMessage);
-      if (entries.length === 0) continue;
+      let msg: Extract<Msg, { t: 'append' }>;
+      if (shared !== undefined && shared.next === p.next) msg = shared.msg as Extract<Msg, { t: 'append' }>;
+      else {
+        const from = p.next - this.firstIndex;
+        const entries = this.log.slice(from, from + this.timings.maxEntriesPerMessage);
+        if (entries.length === 0) continue;
+        msg = { t: 'append', epoch: this.epoch, leader: this.id, prev: p.next - 1, entries, last: this.lastIndex, commit: this.commitIndex };
+        shared = { next: p.next, msg };
+      }
       if (p.inflight === 0) p.sentAt = now;
-      this.send(f, { t: 'append', epoch: this.epoch, leader: this.id, prev: p.next - 1, entries, last: this.lastIndex, commit: this.commitIndex });
-      p.next += entries.length;
+      this.send(f, msg);
+      p.next += msg.entries.length;
       p.inflight++;
       if (p.next <= this.lastIndex) this.replicate(now);
     }
