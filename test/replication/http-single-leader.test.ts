@@ -208,6 +208,25 @@ t.test('a paused follower catches up after resume; a paused leader refuses write
   t.match(r.body.error, /paused/);
 });
 
+t.test('a follower paused past the retained log catches up from a snapshot', async (t) => {
+  const cl = await newCluster();
+  const id = cl.id;
+  await c.post(`${V}/clusters/${id}/nodes/n3/pause`);
+  // 1,400 entries (more than the 1,000-1,250 a leader keeps), over 300 keys so some are overwritten.
+  for (let b = 0; b < 14; b++) {
+    const entries = Array.from({ length: 100 }, (_, i) => ({ key: `s${(b * 100 + i) % 300}`, value: `v${b * 100 + i}` }));
+    t.equal((await c.post(`${V}/clusters/${id}/write-batch`, { entries })).status, 200);
+  }
+  const leaderLog = (await c.get(`${V}/clusters/${id}/nodes/n1/log`)).body;
+  t.ok(leaderLog.length <= 1250 && leaderLog[0].index > 1, `the leader kept only the recent log (${leaderLog.length} entries from ${leaderLog[0].index})`);
+  await c.post(`${V}/clusters/${id}/nodes/n3/resume`);
+  await eventually(async () => (await c.get(`${V}/clusters/${id}/state`)).body.nodes.n3.last_applied === 1400, 8000);
+  const [leader, follower] = [await storeOf(id, 'n1'), await storeOf(id, 'n3')];
+  t.equal(Object.keys(follower).length, 300, 'the follower has every key');
+  t.same(follower, leader, 'the follower store equals the leader store');
+  t.equal(follower.s99.value, b64('v1299'), 'with the latest value of each key');
+});
+
 t.test('sync writes time out with 409 when a follower is paused; semi_sync needs only one', async (t) => {
   const cl = await newCluster({ strategy: 'single_leader', replication_mode: 'sync' });
   const id = cl.id;
