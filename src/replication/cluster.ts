@@ -13,27 +13,16 @@ import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protoco
 import { liveRng } from '../util/rng.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreStatus, CoreTimings, NodeId, Version } from './core.js';
 import { NodeHandle } from './node-handle.js';
+import { HistoryRing, type HistoryOp } from './history.js';
 
 export interface ClusterHooks {
   event: (clusterId: string, e: CoreEvent) => void;
   nodeExit: (clusterId: string, nodeId: string, code: number) => void;
 }
 
-/** One recorded client operation (the linearizability checker's input). */
-export interface HistoryOp {
-  client: string;
-  node: NodeId;
-  kind: 'write' | 'read' | 'delete';
-  key: string;
-  value: string | null;
-  invokeMs: number;
-  completeMs: number;
-  /** ok: took effect (or read this); fail: definitely did not; info: outcome unknown. */
-  outcome: 'ok' | 'fail' | 'info';
-  /** For reads: the value seen (null = not found). */
-  result?: string | null;
-}
+export type { HistoryOp } from './history.js';
 
+/** Client operations kept per cluster for the linearizability checker (older ones fall off and are counted). */
 export const historyMax = 20_000;
 
 /** Sub-millisecond wall-clock time: two sequential operations never share an instant in the history. */
@@ -74,9 +63,7 @@ export class Cluster {
   private readonly driver: LiveFabricDriver;
   private sweepTimer: NodeJS.Timeout;
   /** Bounded history: a ring of historyMax operations; what falls off is counted. */
-  private readonly historyRing: HistoryOp[] = [];
-  private historyHead = 0;
-  historyDropped = 0;
+  private readonly historyRing = new HistoryRing(historyMax);
   writes = 0;
   reads = 0;
   writeFailures = 0;
@@ -187,38 +174,34 @@ export class Cluster {
     } else if (op.op !== 'read') this.writeFailures++;
     const outcome: HistoryOp['outcome'] = reply.ok ? 'ok' : reply.indeterminate ? 'info' : 'fail';
     const client = op.client_id ?? node.httpClientId;
+    const h = this.historyRing;
     switch (op.op) {
       case 'write':
-        this.pushHistory({ client, node: nodeId, kind: 'write', key: op.key, value: op.value, invokeMs, completeMs, outcome });
+        h.push(client, nodeId, 'write', op.key, op.value, invokeMs, completeMs, outcome);
         break;
       case 'delete':
-        this.pushHistory({ client, node: nodeId, kind: 'delete', key: op.key, value: null, invokeMs, completeMs, outcome });
+        h.push(client, nodeId, 'delete', op.key, null, invokeMs, completeMs, outcome);
         break;
       case 'read':
         if (reply.ok || reply.code === 'not_found') {
           const seen = reply.ok && reply.result.kind === 'entry' ? reply.result.entry.value : null;
-          this.pushHistory({ client, node: nodeId, kind: 'read', key: op.key, value: null, invokeMs, completeMs, outcome: 'ok', result: seen });
+          h.push(client, nodeId, 'read', op.key, seen, invokeMs, completeMs, 'ok');
         }
         break;
       case 'batch':
-        for (const e of op.entries) this.pushHistory({ client, node: nodeId, kind: 'write', key: e.key, value: e.value, invokeMs, completeMs, outcome });
+        for (const e of op.entries) h.push(client, nodeId, 'write', e.key, e.value, invokeMs, completeMs, outcome);
         break;
-    }
-  }
-
-  /** Appends to the bounded history ring; what falls off is counted. */
-  private pushHistory(h: HistoryOp): void {
-    if (this.historyRing.length < historyMax) this.historyRing.push(h);
-    else {
-      this.historyRing[this.historyHead] = h;
-      this.historyHead = (this.historyHead + 1) % historyMax;
-      this.historyDropped++;
     }
   }
 
   /** The recorded operations, oldest first. */
   history(): HistoryOp[] {
-    return [...this.historyRing.slice(this.historyHead), ...this.historyRing.slice(0, this.historyHead)];
+    return this.historyRing.toArray();
+  }
+
+  /** Operations that fell off the history cap. */
+  get historyDropped(): number {
+    return this.historyRing.dropped;
   }
 
   // ---- node control ----
