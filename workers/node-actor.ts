@@ -6,7 +6,9 @@
  * front process's fabric.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import * as Comlink from 'comlink';
+// comlink's ES module build: the package's main entry is a UMD file that goes through the CommonJS
+// loader, a cost paid by every one of hundreds of node threads at start-up (see protocol/actor.ts).
+import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { loadCore } from '../src/replication/cores/index.js';
 import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';

@@ -1,0 +1,3 @@
+declare module 'comlink/dist/esm/comlink.mjs' {
+  export * from 'comlink';
+}
