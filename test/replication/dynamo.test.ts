@@ -80,6 +80,22 @@ t.test('vector clocks', async (t) => {
     t.pass('increment is strictly after');
   });
 
+  t.test('an increment is the merge with the own entry plus one, canonical, for any clock', async (t) => {
+    // Canonical clocks take the one-pass path; unsorted ones, zero entries and new ids the general one.
+    const anyClock = fc.dictionary(fc.constantFrom(...ids, 'n0', 'n10', 'n9', 'zz'), fc.nat({ max: 5 }));
+    fc.assert(
+      fc.property(fc.oneof(clockArb, anyClock), fc.constantFrom(...ids, 'n0', 'n10', 'zz'), (a, id) => {
+        const got = incrementClock(a, id);
+        const want = mergeClocks(a, { [id]: (a[id] ?? 0) + 1 });
+        return JSON.stringify(got) === JSON.stringify(want) && JSON.stringify(a) === JSON.stringify({ ...a });
+      }),
+      { numRuns: 2000 },
+    );
+    t.same(incrementClock({ n2: 3, n1: 1 }, 'n3'), { n1: 1, n2: 3, n3: 1 });
+    t.same(Object.keys(incrementClock({ n1: 1, n3: 2 }, 'n2')), ['n1', 'n2', 'n3'], 'a new id goes in its sorted place');
+    t.same(incrementClock({}, 'n1'), { n1: 1 });
+  });
+
   const cases: Array<{ name: string; a: VClock; b: VClock; want: string }> = [
     { name: 'equal clocks are equal', a: { n1: 1 }, b: { n1: 1, n2: 0 }, want: 'equal' },
     { name: 'a smaller entry is before', a: { n1: 1 }, b: { n1: 2 }, want: 'before' },

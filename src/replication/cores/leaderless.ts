@@ -157,6 +157,14 @@ function decodeMsg(x: unknown): LlMsg | null {
 
 // ---------------------------------------------------------------- coordinated requests
 
+/** A key's ring walk, and (for N = n) its first n nodes and the rest: read-only, cached per key. */
+interface Walk {
+  all: NodeId[];
+  n: number;
+  intended: NodeId[];
+  rest: NodeId[];
+}
+
 /** One replica position of a request: its intended replica and whoever stands in for it. */
 interface Slot {
   intended: NodeId;
@@ -264,7 +272,7 @@ class LeaderlessCore implements NodeCore {
   private readonly lastHeartbeatSent = new Map<NodeId, number>();
   private readonly plCache = new Map<string, NodeId[]>();
   /** Ring walks by key and the members' regions: both change only with membership (cleared there). */
-  private readonly walkCache = new Map<string, NodeId[]>();
+  private readonly walkCache = new Map<string, Walk>();
   private regionIdsCache: number[] | undefined;
   private readonly ops = new Map<number, Op>();
   private readonly batches = new Map<number, BatchOp>();
@@ -548,20 +556,23 @@ class LeaderlessCore implements NodeCore {
   private plan(key: string, quorum: number): { groups: Group[]; slots: Slot[] } {
     const n = this.config.quorum_n;
     // An md5 of the key and a walk of the ring per request otherwise.
-    let walk = this.walkCache.get(key);
-    if (walk === undefined) {
-      walk = this.ring.walk(key);
+    let cached = this.walkCache.get(key);
+    if (cached === undefined || cached.n !== n) {
+      const all = this.ring.walk(key);
+      cached = { all, n, intended: all.slice(0, n), rest: all.slice(n) };
       if (this.walkCache.size >= placementCacheMax) this.walkCache.clear();
-      this.walkCache.set(key, walk);
+      this.walkCache.set(key, cached);
     }
+    const walk = cached.all;
     const regionIds = (this.regionIdsCache ??= [...new Set(this.members.map((m) => this.regionOf(m)))].sort((a, b) => a - b));
     const level = this.config.consistency_level;
     if (level === 'quorum' || regionIds.length <= 1) {
-      const intended = walk.slice(0, n);
-      return {
-        groups: [{ region: -1, required: quorum, walk: walk.slice(n) }],
-        slots: intended.map((intended) => ({ intended, group: 0, holders: [], done: false })),
-      };
+      // The common case, on every request: the walk's slices are shared (read-only), only the slots
+      // (which record holders and acks) are the request's own.
+      const intended = cached.intended;
+      const slots: Slot[] = new Array(intended.length);
+      for (let i = 0; i < intended.length; i++) slots[i] = { intended: intended[i] as NodeId, group: 0, holders: [], done: false };
+      return { groups: [{ region: -1, required: quorum, walk: cached.rest }], slots };
     }
     const mine = this.regionOf(this.id);
     const groups: Group[] = [];
@@ -605,7 +616,13 @@ class LeaderlessCore implements NodeCore {
   }
 
   private quorumMet(op: Op): boolean {
-    return this.groupCounts(op).every((c) => c.done >= c.required);
+    // groupCounts without its arrays: this runs on every ack.
+    for (let g = 0; g < op.groups.length; g++) {
+      let done = 0;
+      for (const s of op.slots) if (s.done && s.group === g) done++;
+      if (done < (op.groups[g] as Group).required) return false;
+    }
+    return true;
   }
 
   /** "a/Q": the first group short of its quorum (or the first group). */
@@ -615,7 +632,8 @@ class LeaderlessCore implements NodeCore {
   }
 
   private slotOf(op: Op, node: NodeId): Slot | undefined {
-    return op.slots.find((s) => s.holders.includes(node));
+    for (const s of op.slots) if (s.holders.includes(node)) return s;
+    return undefined;
   }
 
   private newOp<K extends Op['kind']>(kind: K, reqId: number, key: string): OpBase & { kind: K } {
@@ -650,7 +668,15 @@ class LeaderlessCore implements NodeCore {
       version: clockSum(vclock),
       vclock,
     };
-    const op: WriteOp = { ...this.newOp('write', reqId, key), v, replied: false, batch };
+    // One literal (not a spread of newOp's): this runs on every write.
+    const rid = ++this.ridSeq;
+    const { groups, slots } = this.plan(key, this.config.quorum_w);
+    const used = new Set<NodeId>();
+    for (const s of slots) used.add(s.intended);
+    const op: WriteOp = {
+      kind: 'write', rid, reqId, key, startedAt: this.now, deadline: this.now + this.timings.requestTimeoutMs,
+      probeAt: this.now + this.probeMs, groups, slots, used, v, replied: false, batch,
+    };
     this.ops.set(op.rid, op);
     this.assignHolders(op);
     // One message object for every intended replica (the actor encodes it once).
@@ -687,12 +713,19 @@ class LeaderlessCore implements NodeCore {
     if (!op.replied && this.quorumMet(op)) {
       op.replied = true;
       this.stats.quorum_achieved++;
-      const standIns = op.slots.flatMap((s) => s.holders.filter((h) => h !== s.intended).map((h) => ({ node: h, for: s.intended })));
+      const standIns: Array<{ node: NodeId; for: NodeId }> = [];
+      let acks = 0;
+      for (const s of op.slots) {
+        if (s.done) acks++;
+        for (const h of s.holders) if (h !== s.intended) standIns.push({ node: h, for: s.intended });
+      }
+      let required = 0;
+      for (const g of op.groups) required += g.required;
       this.emit('quorum_achieved', {
         key: op.key,
         op: op.v.tombstone ? 'delete' : 'write',
-        acks: op.slots.filter((s) => s.done).length,
-        required: op.groups.reduce((sum, g) => sum + g.required, 0),
+        acks,
+        required,
         latency_ms: this.now - op.startedAt,
         sloppy: standIns.length > 0,
         stand_ins: standIns,
@@ -700,7 +733,8 @@ class LeaderlessCore implements NodeCore {
       this.finishWrite(op, { id: op.reqId, ok: true, result: { kind: 'entry', entry: op.v, node_id: this.id } });
     }
     // Keep recruiting until every slot holds a copy (N copies, as Dynamo's sloppy quorum aims for).
-    if (op.slots.every((s) => s.done)) this.ops.delete(op.rid);
+    for (const s of op.slots) if (!s.done) return;
+    this.ops.delete(op.rid);
   }
 
   private failWrite(op: WriteOp): void {
