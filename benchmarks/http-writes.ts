@@ -42,6 +42,7 @@ const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
 const rows: Array<Record<string, string | number>> = [];
 const helloAll: number[] = [];
@@ -62,7 +63,6 @@ for (const cfg of configs) {
     w.push(runWrk(url + path, { connections, seconds: sliceSeconds, lua }));
   }
   helloAll.push(...h);
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const ratio = sum(w.map((x) => x.rps)) / sum(h);
   if (cfg.name.startsWith('single_leader async')) slAsyncRatio = ratio;
   rows.push({
@@ -80,7 +80,7 @@ for (const cfg of configs) {
 }
 await hello.stop();
 rows.unshift({
-  target: 'bare uWS hello-world (GET)', 'req/s': Math.round(helloAll.reduce((a, b) => a + b, 0) / Math.max(1, helloAll.length)),
+  target: 'bare uWS hello-world (GET)', 'req/s': Math.round(sum(helloAll) / Math.max(1, helloAll.length)),
   'p50 ms': '', 'p99 ms (median of slices)': '', 'p99 ms (worst slice)': '', 'vs hello': 1, 'vs SL async': '', 'slices vs hello': '', errors: 0,
 });
 console.log(table(rows));

@@ -362,7 +362,7 @@ export class HttpApp {
     const request: HttpRequest<unknown> = state;
 
     if (entry.kind === 'stream') {
-      this.runStream(res, state, entry, request as HttpRequest<undefined>, cors);
+      this.runStream(res, state, entry, cors);
       return;
     }
     const route = entry;
@@ -380,7 +380,7 @@ export class HttpApp {
       }
     }
     if (!bodyMethods.has(method)) {
-      this.runHandler(res, state, route, request, cors);
+      this.runHandler(res, state, route, cors);
       return;
     }
     const declared = state.header('content-length');
@@ -406,18 +406,19 @@ export class HttpApp {
       // no allocation of its own for small bodies.
       if (isLast && chunks === undefined) {
         if (chunk.byteLength > 0) request.rawBody = Buffer.from(new Uint8Array(chunk));
-        this.runHandler(res, state, route, request, cors);
+        this.runHandler(res, state, route, cors);
         return;
       }
       if (chunk.byteLength > 0) (chunks ??= []).push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) {
         request.rawBody = chunks === undefined ? emptyBody : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-        this.runHandler(res, state, route, request, cors);
+        this.runHandler(res, state, route, cors);
       }
     });
   }
 
-  private runHandler(res: uWS.HttpResponse, state: ReqState, route: RouteEntry, request: HttpRequest<unknown>, cors: Record<string, string> | undefined): void {
+  private runHandler(res: uWS.HttpResponse, state: InFlight, route: RouteEntry, cors: Record<string, string> | undefined): void {
+    const request: HttpRequest<unknown> = state;
     if (!route.opts.rawBody && (route.check || request.rawBody.length > 0)) {
       if (request.rawBody.length === 0) {
         if (route.check && !route.opts.bodyOptional) {
@@ -467,7 +468,7 @@ export class HttpApp {
     return { status: 500, body: { error: 'internal server error' } };
   }
 
-  private send(res: uWS.HttpResponse, state: ReqState, r: HttpResult, cors: Record<string, string> | undefined, method: string, close = false): void {
+  private send(res: uWS.HttpResponse, state: InFlight, r: HttpResult, cors: Record<string, string> | undefined, method: string, close = false): void {
     if (state.aborted || state.done) return;
     state.done = true;
     if (state.span) {
@@ -507,7 +508,8 @@ export class HttpApp {
     });
   }
 
-  private runStream(res: uWS.HttpResponse, state: ReqState, entry: StreamEntry, request: HttpRequest<undefined>, cors: Record<string, string> | undefined): void {
+  private runStream(res: uWS.HttpResponse, state: InFlight, entry: StreamEntry, cors: Record<string, string> | undefined): void {
+    const request = state as HttpRequest<undefined>;
     const closeCbs: Array<() => void> = [];
     const pending: string[] = [];
     let pendingBytes = 0;
@@ -666,4 +668,3 @@ class InFlight implements HttpRequest<unknown> {
   }
 }
 
-type ReqState = InFlight;

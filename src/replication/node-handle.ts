@@ -143,10 +143,6 @@ export class NodeHandle {
     await this.remote.status();
   }
 
-  request(op: ClientOp): Promise<ClientReply> {
-    return new Promise((resolve) => this.submit(op, resolve));
-  }
-
   /** Queues a client operation for this turn's batch; `done` gets the actor's reply (or a timeout/offline failure). */
   submit(op: ClientOp, done: (r: ClientReply) => void): void {
     const id = this.nextId++;
