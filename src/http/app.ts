@@ -12,6 +12,7 @@ import type { Logger } from '../util/logger.js';
 import { Router, type Method } from './router.js';
 import { formatValidationError } from './validation.js';
 import { WsClient, type WsBehavior } from './ws.js';
+import { runStream, type StreamHandler } from './stream.js';
 import { startSpan, tracing, type SpanHandle } from '../tracing/tracing.js';
 
 export const bodyLimitBytesDefault = 1024 * 1024;
@@ -52,21 +53,6 @@ export class HttpError extends Error {
 
 export type Handler<B> = (req: HttpRequest<B>) => HttpResult | Promise<HttpResult>;
 
-/** A long-lived response (server-sent events, chunked streams). */
-export interface ServerStream {
-  /** Sends the status line and headers; call once before write(). */
-  open(status: number, headers: Record<string, string>): void;
-  /** Queues a chunk. Returns false when the stream is closed (or was just closed for overflowing maxBufferedBytes). */
-  write(chunk: string): boolean;
-  end(chunk?: string): void;
-  /** Bytes accepted by write() but not yet handed to the socket. */
-  readonly bufferedBytes: number;
-  readonly closed: boolean;
-  onClose(cb: () => void): void;
-}
-
-export type StreamHandler = (req: HttpRequest<undefined>, stream: ServerStream) => void | Promise<void>;
-
 export interface RouteOptions {
   /** TypeBox schema for a JSON body; a body that fails it is a 400 naming the field. */
   body?: TSchema;
@@ -89,7 +75,7 @@ interface RouteEntry {
   opts: RouteOptions;
 }
 
-interface StreamEntry {
+export interface StreamEntry {
   kind: 'stream';
   handler: StreamHandler;
   maxBufferedBytes: number;
@@ -122,7 +108,7 @@ const statusText: Record<number, string> = {
   503: '503 Service Unavailable', 504: '504 Gateway Timeout',
 };
 
-function statusLine(status: number): string {
+export function statusLine(status: number): string {
   return statusText[status] ?? `${status} Status`;
 }
 
@@ -362,7 +348,12 @@ export class HttpApp {
     const request: HttpRequest<unknown> = state;
 
     if (entry.kind === 'stream') {
-      this.runStream(res, state, entry, cors);
+      runStream(res, state, entry, cors, {
+        openStreams: this.openStreams,
+        onResponse: this.opts.onResponse,
+        errorResult: (err, req) => this.errorResult(err, req),
+        send: (r) => this.send(res, state, r, cors, 'GET'),
+      });
       return;
     }
     const route = entry;
@@ -508,109 +499,6 @@ export class HttpApp {
     });
   }
 
-  private runStream(res: uWS.HttpResponse, state: InFlight, entry: StreamEntry, cors: Record<string, string> | undefined): void {
-    const request = state as HttpRequest<undefined>;
-    const closeCbs: Array<() => void> = [];
-    const pending: string[] = [];
-    let pendingBytes = 0;
-    let opened = false;
-    let closed = false;
-    const finish = (): void => {
-      if (closed) return;
-      closed = true;
-      state.done = true;
-      this.openStreams.delete(endNow);
-      for (const cb of closeCbs) cb();
-    };
-    const endNow = (): void => {
-      if (closed) return;
-      if (!state.aborted) res.cork(() => res.end());
-      finish();
-    };
-    res.onAborted(() => {
-      state.aborted = true;
-      finish();
-    });
-    this.openStreams.add(endNow);
-    // uWS keeps the bytes a write could not send and calls onWritable when the socket drains; while it
-    // is backpressured we hold further chunks ourselves, bounded by maxBufferedBytes.
-    let backpressured = false;
-    const flush = (): boolean => {
-      backpressured = false;
-      while (pending.length > 0 && !backpressured) {
-        const chunk = pending.shift() as string;
-        pendingBytes -= Buffer.byteLength(chunk);
-        res.cork(() => {
-          backpressured = !res.write(chunk);
-        });
-      }
-      return !backpressured;
-    };
-    res.onWritable(() => flush());
-    const stream: ServerStream = {
-      open: (status, headers) => {
-        if (closed || opened) return;
-        opened = true;
-        res.cork(() => {
-          res.writeStatus(statusLine(status));
-          if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
-          for (const k in headers) res.writeHeader(k, headers[k] as string);
-        });
-        this.opts.onResponse?.('GET', status);
-      },
-      write: (chunk) => {
-        if (closed) return false;
-        if (backpressured) {
-          pending.push(chunk);
-          pendingBytes += Buffer.byteLength(chunk);
-          if (pendingBytes > entry.maxBufferedBytes) {
-            // A stalled client: close the socket at once so its queued bytes are freed now,
-            // rather than ending gracefully and holding them until it reads or times out.
-            if (!state.aborted && !closed) res.close();
-            finish();
-            return false;
-          }
-          return true;
-        }
-        res.cork(() => {
-          backpressured = !res.write(chunk);
-        });
-        return true;
-      },
-      end: (chunk) => {
-        if (closed) return;
-        if (chunk !== undefined && !state.aborted) res.cork(() => res.end(chunk));
-        else if (!state.aborted) res.cork(() => res.end());
-        finish();
-      },
-      get bufferedBytes() {
-        return pendingBytes;
-      },
-      get closed() {
-        return closed;
-      },
-      onClose: (cb) => {
-        closeCbs.push(cb);
-      },
-    };
-    try {
-      const p = entry.handler(request, stream);
-      if (p instanceof Promise) {
-        p.catch((err: unknown) => {
-          if (!opened) {
-            state.done = false;
-            this.send(res, state, this.errorResult(err, request as HttpRequest<unknown>), cors, 'GET');
-            finish();
-          } else endNow();
-        });
-      }
-    } catch (err) {
-      if (!opened) {
-        this.send(res, state, this.errorResult(err, request as HttpRequest<unknown>), cors, 'GET');
-        finish();
-      } else endNow();
-    }
-  }
 }
 
 const emptyBody = Buffer.alloc(0);
@@ -626,7 +514,7 @@ const noHooks: Array<(req: HttpRequest<undefined>) => HttpResult | undefined> = 
  * One request in flight: what handlers see (HttpRequest) and the adapter's own state for it, in
  * one object. Headers are kept as a flat [name, value, ...] list until a handler reads `headers`.
  */
-class InFlight implements HttpRequest<unknown> {
+export class InFlight implements HttpRequest<unknown> {
   aborted = false;
   done = false;
   span: SpanHandle | undefined = undefined;

@@ -2,7 +2,8 @@
  * Public face of the HTTP adapter: services import from here and never from uWebSockets.js.
  */
 export { HttpApp, HttpError, bodyLimitBytesDefault } from './app.js';
-export type { HttpRequest, HttpResult, Handler, RouteOptions, ServerStream, StreamHandler, HttpAppOptions, CorsOptions } from './app.js';
+export type { HttpRequest, HttpResult, Handler, RouteOptions, HttpAppOptions, CorsOptions } from './app.js';
+export type { ServerStream, StreamHandler } from './stream.js';
 export { WsClient, WsHub } from './ws.js';
 export type { WsBehavior, UpgradeInfo, UpgradeDecision, SendOutcome } from './ws.js';
 export { formatValidationError, fieldName } from './validation.js';

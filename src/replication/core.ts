@@ -127,6 +127,27 @@ export interface CoreOutput {
   messages: OutMessage[];
   replies: ClientReply[];
   events: CoreEvent[];
+  /**
+   * Durable hand-off, etcd raft's Ready contract: the records of what this step changed in the
+   * node's durable state (raft: term, vote, log, raftSnapshot; single-leader: log and store). The
+   * shell hands them to storage outside the worker before it posts any message or reply of the
+   * same step, so a crash after a send never loses what the send promised. Folding every record
+   * drained since the node was created, in order, with the strategy's DurableFold gives the state
+   * persistentState() returns at that moment; a restarted node is built from that fold
+   * (CoreOptions.persisted). Optional while a strategy has nothing durable.
+   */
+  durable?: unknown[];
+}
+
+/**
+ * Folds durable records into the state a restarted core is built from (CoreOptions.persisted).
+ * Pure; `state` is undefined before the first record. A record may replace the whole state
+ * (a checkpoint), which lets storage drop every record before it.
+ */
+export interface DurableFold {
+  fold(state: unknown, record: unknown): unknown;
+  /** True when `record` replaces the whole state, so storage may forget the records before it. */
+  isCheckpoint(record: unknown): boolean;
 }
 
 export type ControlCommand =
@@ -203,5 +224,5 @@ export interface NodeCore {
 export type CoreFactory = (opts: CoreOptions) => NodeCore;
 
 export function emptyOutput(): CoreOutput {
-  return { messages: [], replies: [], events: [] };
+  return { messages: [], replies: [], events: [], durable: [] };
 }
