@@ -40,10 +40,29 @@ export interface ToActor {
   req?: ArrayBuffer;
 }
 
-/** Actor -> front post. `net` is a peer frame buffer (sends), `out` msgpack of {replies, events}. */
+/**
+ * Actor -> front post. `net` is a peer frame buffer (sends), `out` msgpack of {replies, events}.
+ * `dur` is a msgpack array of the step's durable records (CoreOutput.durable), posted in the same
+ * message as the step's sends and replies and handed to storage before them (etcd raft's Ready
+ * contract); `ckpt` says its first record is a checkpoint, so storage drops every older record.
+ */
 export interface FromActor {
+  dur?: ArrayBuffer;
+  ckpt?: true;
   net?: ArrayBuffer;
   out?: ArrayBuffer;
+}
+
+/**
+ * Walks durable storage handed to a restarted actor: each buffer holds one or more msgpack
+ * documents (a `dur` post, or several merged), each an array of records, in order.
+ */
+export function forEachDurableRecord(bufs: readonly ArrayBuffer[], fn: (record: unknown) => void): void {
+  for (const buf of bufs) {
+    packr.unpackMultiple(new Uint8Array(buf), (doc: unknown) => {
+      if (Array.isArray(doc)) for (const r of doc) fn(r);
+    });
+  }
 }
 
 /** Node ids are `n<k>`; frames carry k as a u16. */

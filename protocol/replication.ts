@@ -4,6 +4,10 @@
  * shapes and are checked in tests. This module imports nothing from src/.
  */
 import Type, { type Static } from 'typebox';
+import {
+  batchEntriesMax, clientIdCharsMax, clockSkewMsMax, keyCharsMax, latencyMsMax, nodeIdCharsMax, partitionGroupNodesMax,
+  valueCharsMax,
+} from './replication-limits.js';
 
 export const StrategySchema = Type.Union([Type.Literal('single_leader'), Type.Literal('multi_leader'), Type.Literal('leaderless'), Type.Literal('raft')]);
 export const ReplicationModeSchema = Type.Union([Type.Literal('async'), Type.Literal('sync'), Type.Literal('semi_sync')]);
@@ -23,7 +27,7 @@ export const ClusterConfigBody = Type.Object({
   quorum_w: Type.Optional(Int()),
   quorum_r: Type.Optional(Int()),
   regions: Type.Optional(Int()),
-  inter_region_latency_ms: Type.Optional(Int({ minimum: 0, maximum: 60_000 })),
+  inter_region_latency_ms: Type.Optional(Int({ minimum: 0, maximum: latencyMsMax })),
   consistency_level: Type.Optional(ConsistencyLevelSchema),
   read_repair_mode: Type.Optional(ReadRepairModeSchema),
   sloppy_quorum: Type.Optional(Type.Boolean()),
@@ -36,48 +40,53 @@ export const ClusterConfigPatch = Type.Object({
 });
 export type ClusterConfigPatch = Static<typeof ClusterConfigPatch>;
 
-export const keyMaxLength = 1024;
-export const valueMaxLength = 512 * 1024;
+/** Input bounds (protocol/replication-limits.ts); the old names stay for existing importers. */
+export const keyMaxLength = keyCharsMax;
+export const valueMaxLength = valueCharsMax;
+const NodeIdString = Type.String({ minLength: 1, maxLength: nodeIdCharsMax });
+const ClientIdString = Type.String({ maxLength: clientIdCharsMax });
 
 export const WriteRequest = Type.Object({
-  key: Type.String({ minLength: 1, maxLength: keyMaxLength }),
-  value: Type.Optional(Type.String({ maxLength: valueMaxLength })),
-  client_id: Type.Optional(Type.String({ maxLength: 256 })),
-  target_node_id: Type.Optional(Type.String({ maxLength: 64 })),
+  key: Type.String({ minLength: 1, maxLength: keyCharsMax }),
+  value: Type.Optional(Type.String({ maxLength: valueCharsMax })),
+  client_id: Type.Optional(ClientIdString),
+  target_node_id: Type.Optional(Type.String({ maxLength: nodeIdCharsMax })),
 });
 export type WriteRequest = Static<typeof WriteRequest>;
 
 export const BatchWriteRequest = Type.Object({
-  entries: Type.Array(WriteRequest, { minItems: 1, maxItems: 1000 }),
-  client_id: Type.Optional(Type.String({ maxLength: 256 })),
+  entries: Type.Array(WriteRequest, { minItems: 1, maxItems: batchEntriesMax }),
+  client_id: Type.Optional(ClientIdString),
   atomic: Type.Optional(Type.Boolean()),
 });
 export type BatchWriteRequest = Static<typeof BatchWriteRequest>;
 
-export const ClockSkewRequest = Type.Object({ ms: Type.Integer({ minimum: -86_400_000, maximum: 86_400_000 }) });
+export const ClockSkewRequest = Type.Object({
+  ms: Type.Integer({ minimum: -clockSkewMsMax, maximum: clockSkewMsMax }),
+});
 export type ClockSkewRequest = Static<typeof ClockSkewRequest>;
 
-const NodeIdList = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 64 });
+const NodeIdList = Type.Array(NodeIdString, { minItems: 1, maxItems: partitionGroupNodesMax });
 export const PartitionRequest = Type.Object({ group_a: NodeIdList, group_b: NodeIdList });
 export type PartitionRequest = Static<typeof PartitionRequest>;
 
 export const LatencyRequest = Type.Object({
-  from: Type.String({ minLength: 1, maxLength: 64 }),
-  to: Type.String({ minLength: 1, maxLength: 64 }),
-  ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
+  from: NodeIdString,
+  to: NodeIdString,
+  ms: Type.Integer({ minimum: 0, maximum: latencyMsMax }),
 });
 export type LatencyRequest = Static<typeof LatencyRequest>;
 
 export const DropRequest = Type.Object({
-  from: Type.String({ minLength: 1, maxLength: 64 }),
-  to: Type.String({ minLength: 1, maxLength: 64 }),
+  from: NodeIdString,
+  to: NodeIdString,
   rate: Type.Number({ minimum: 0, maximum: 1 }),
 });
 export type DropRequest = Static<typeof DropRequest>;
 
 export const ResolveConflictRequest = Type.Object({
-  node_id: Type.String({ minLength: 1, maxLength: 64 }),
-  key: Type.String({ minLength: 1, maxLength: keyMaxLength }),
+  node_id: NodeIdString,
+  key: Type.String({ minLength: 1, maxLength: keyCharsMax }),
   choice: Type.Union([Type.Literal('local'), Type.Literal('remote')]),
 });
 export type ResolveConflictRequest = Static<typeof ResolveConflictRequest>;
@@ -104,12 +113,24 @@ export const NodeStatus = Type.Object({
   cluster_id: Type.String(),
   strategy: StrategySchema,
   role: Type.String(),
-  state: Type.Union([Type.Literal('online'), Type.Literal('paused'), Type.Literal('offline')]),
+  /**
+   * online, paused, offline (removed); crashed: its worker exited (crash endpoint, out of memory,
+   * an error) until restarted; unresponsive: it did not answer within the aggregate deadline (the
+   * other fields are its last known status).
+   */
+  state: Type.Union([
+    Type.Literal('online'), Type.Literal('paused'), Type.Literal('offline'), Type.Literal('crashed'), Type.Literal('unresponsive'),
+  ]),
   commit_index: Type.Integer(),
   last_applied: Type.Integer(),
   leader_id: Type.String(),
   peers: Type.Array(Type.String()),
   lag: Type.Integer(),
+  /**
+   * Raft: the node still says `leader` but is not the cluster's leader_id (paused, crashed or
+   * partitioned away from a majority, or superseded by a newer term it has not heard of yet).
+   */
+  stale_leader: Type.Optional(Type.Boolean()),
 });
 export type NodeStatus = Static<typeof NodeStatus>;
 
@@ -163,5 +184,29 @@ export const SimEvent = Type.Object({
   node_id: Type.Optional(Type.String()),
   timestamp: Type.String({ format: 'date-time' }),
   data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  /** Position in the cluster's event stream: +1 for each of its events broadcast on /ws. */
+  seq: Type.Optional(Type.Integer({ minimum: 1 })),
 });
 export type SimEvent = Static<typeof SimEvent>;
+
+/**
+ * Sent to a /ws client once its queue has drained after events were dropped for it (its bounded
+ * queue was full): `count` events it will never see, so a page resynchronises from the state
+ * endpoints. cluster_id and seq (that cluster's latest seq) when the client watches one cluster;
+ * `last_seq` (cluster id -> latest seq) when it watches them all.
+ */
+export const EventsDroppedFrame = Type.Object({
+  type: Type.Literal('events_dropped'),
+  cluster_id: Type.Optional(Type.String()),
+  timestamp: Type.String({ format: 'date-time' }),
+  seq: Type.Optional(Type.Integer({ minimum: 0 })),
+  data: Type.Object({
+    count: Type.Integer({ minimum: 1 }),
+    last_seq: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+  }),
+});
+export type EventsDroppedFrame = Static<typeof EventsDroppedFrame>;
+
+/** POST nodes/{id}/stall: block the node's thread for `ms` (a GC pause, a hung process). Bounded at the edge. */
+export const StallRequest = Type.Object({ ms: Type.Integer({ minimum: 1 }) });
+export type StallRequest = Static<typeof StallRequest>;

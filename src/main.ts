@@ -8,6 +8,7 @@
 import { createLogger } from './util/logger.js';
 import { initTracing, shutdownTracing } from './tracing/tracing.js';
 import { startProfiler } from './profiler/index.js';
+import { installProcessSafetyNet } from './util/process-safety.js';
 
 interface Running {
   name: string;
@@ -15,6 +16,9 @@ interface Running {
 }
 
 const logger = createLogger('simlab');
+// First, before anything can fail asynchronously: a stray rejection or throw anywhere is logged and
+// counted (process_unhandled_rejections_total), never fatal to the three services in this process.
+installProcessSafetyNet(logger);
 const env = process.env;
 const host = env['HOST'] ?? '0.0.0.0';
 const running: Running[] = [];

@@ -1,8 +1,10 @@
 /**
  * The node actor: one simulated node in its own worker_thread. A thin shell around a pure core:
  * decode what arrives (peer frames from the fabric, client request batches), step the core with
- * the current time, drain its output, encode, post. Control calls arrive over comlink. It holds
- * no protocol logic and never talks to another worker directly: every peer message goes to the
+ * the current time, drain its output, encode, post. A step's durable records go in the same post
+ * as its sends and replies, first (etcd raft's Ready contract); a restarted node folds the records
+ * it is handed into its core's `persisted` state. Control calls arrive over comlink. It holds no
+ * protocol logic and never talks to another worker directly: every peer message goes to the
  * front process's fabric.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
@@ -10,10 +12,12 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 // loader, a cost paid by every one of hundreds of node threads at start-up (see protocol/actor.ts).
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { loadCore } from '../src/replication/cores/index.js';
+import { loadStrategy } from '../src/replication/cores/index.js';
 import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
 import { SeededRng } from '../src/util/rng.js';
-import { decode, encode, encodeTransferable, FrameWriter, nodeIdOf, nodeIndex, readFrames, type ToActor } from '../protocol/actor.js';
+import {
+  decode, encode, encodeTransferable, forEachDurableRecord, FrameWriter, nodeIdOf, nodeIndex, readFrames, type FromActor, type ToActor,
+} from '../protocol/actor.js';
 import { initTracing, startSpan, tracing, type SpanHandle } from '../src/tracing/tracing.js';
 
 export interface ActorInit {
@@ -23,6 +27,8 @@ export interface ActorInit {
   eventsEnabled: boolean;
   /** Tracing is on in the front process: load OpenTelemetry here too and continue its traces. */
   tracing?: boolean;
+  /** A restarted node: the durable storage its previous incarnation wrote, to fold into `persisted`. */
+  restore?: ArrayBuffer[];
 }
 
 const port = parentPort;
@@ -34,9 +40,17 @@ const init: ActorInit = 'pooled' in boot
   : boot;
 
 if (init.tracing) await initTracing(`simlab-node-${init.core.id}`);
-const factory = await loadCore(init.core.config.strategy);
-const core = factory({ ...init.core, rng: new SeededRng(init.seed), now: Date.now() });
-const out: CoreOutput = { messages: [], replies: [], events: [] };
+const strategy = await loadStrategy(init.core.config.strategy);
+const fold = strategy.fold;
+let persisted: unknown;
+if (init.restore !== undefined && fold !== undefined) {
+  forEachDurableRecord(init.restore, (r) => {
+    persisted = fold.fold(persisted, r);
+  });
+}
+const core = strategy.factory({ ...init.core, rng: new SeededRng(init.seed), now: Date.now(), ...(persisted !== undefined ? { persisted } : {}) });
+const out: CoreOutput = { messages: [], replies: [], events: [], durable: [] };
+const durable = out.durable as unknown[];
 let paused = false;
 let eventsEnabled = init.eventsEnabled;
 let timer: NodeJS.Timeout | undefined;
@@ -48,8 +62,24 @@ const awaiting = new Map<number, SpanHandle>();
 
 function flush(): void {
   core.drain(out);
-  const msg: { net?: ArrayBuffer; out?: ArrayBuffer } = {};
+  const msg: FromActor = {};
   const transfer: ArrayBuffer[] = [];
+  if (durable.length > 0) {
+    // Records before the step's last checkpoint are superseded by it: only the rest is posted.
+    let from = 0;
+    if (fold !== undefined) {
+      for (let i = durable.length - 1; i >= 0; i--) {
+        if (fold.isCheckpoint(durable[i])) {
+          from = i;
+          msg.ckpt = true;
+          break;
+        }
+      }
+    }
+    msg.dur = encodeTransferable(from === 0 ? durable : durable.slice(from));
+    transfer.push(msg.dur);
+    durable.length = 0;
+  }
   if (out.messages.length > 0) {
     const w = new FrameWriter();
     if (stepParent !== undefined) {
@@ -180,6 +210,14 @@ const api = {
   },
   persistentState() {
     return core.persistentState?.();
+  },
+  /** Blocks this thread for `ms` (a GC pause or a hung process): the node answers nothing meanwhile. */
+  stall(ms: number) {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      // busy: the point is that this thread does nothing else
+    }
+    return true;
   },
 };
 export type ActorApi = typeof api;

@@ -10,6 +10,8 @@ import type { EventData, LabEvent, LabEventType } from './events.js';
 export interface BusOptions {
   bufferMax: number;
   historyMax: number;
+  /** Serialized characters the history may hold (events differ in size by orders of magnitude); default unbounded. */
+  historyCharsMax?: number;
   /** Wall clock for `ts` (injected: plumbing, but still replaceable in tests). */
   now: () => number;
   /** Schedules a drain soon (default setImmediate). */
@@ -22,8 +24,10 @@ export type Subscriber = (json: string, event: LabEvent) => void;
 
 export class EventBus {
   private pending: LabEvent[] = [];
-  private readonly history: string[] = [];
+  /** Oldest first from historyHead; compacted when the dead prefix grows. */
+  private history: string[] = [];
   private historyHead = 0;
+  private historyChars = 0;
   private readonly subscribers = new Set<Subscriber>();
   private scheduled = false;
   private seq = 0;
@@ -69,9 +73,7 @@ export class EventBus {
 
   /** The most recent drained events, oldest first, serialized (what a new client is sent on connect). */
   recent(): string[] {
-    return this.history.length < this.opts.historyMax
-      ? this.history.slice()
-      : [...this.history.slice(this.historyHead), ...this.history.slice(0, this.historyHead)];
+    return this.history.slice(this.historyHead);
   }
 
   get buffered(): number {
@@ -84,13 +86,19 @@ export class EventBus {
 
   private remember(json: string): void {
     if (this.opts.historyMax <= 0) return;
-    if (this.history.length < this.opts.historyMax) {
-      this.history.push(json);
-      return;
+    this.history.push(json);
+    this.historyChars += json.length;
+    const charsMax = this.opts.historyCharsMax ?? Infinity;
+    while (this.history.length - this.historyHead > this.opts.historyMax || (this.historyChars > charsMax && this.history.length - this.historyHead > 0)) {
+      this.historyChars -= (this.history[this.historyHead] as string).length;
+      this.history[this.historyHead] = '';
+      this.historyHead++;
+      this.historyEvicted++;
+      this.opts.onHistoryEvict?.();
     }
-    this.history[this.historyHead] = json;
-    this.historyHead = (this.historyHead + 1) % this.opts.historyMax;
-    this.historyEvicted++;
-    this.opts.onHistoryEvict?.();
+    if (this.historyHead > 1024 && this.historyHead * 2 > this.history.length) {
+      this.history = this.history.slice(this.historyHead);
+      this.historyHead = 0;
+    }
   }
 }

@@ -17,13 +17,19 @@ import {
   channelDelayMsMax,
   initialBalanceDefault,
   processCountMax,
+  processIdCharsMax,
+  undeliveredBytesMax,
   wsClientQueueBytesDefault,
+  wsClientsMaxDefault,
   wsPingIntervalMsDefault,
   wsPongDeadlineMsDefault,
 } from './limits.js';
 
-export const processIdPattern = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
+/** The characters of a process id; its length is checked apart (processIdCharsMax) so a long id is refused naming the limit. */
+export const processIdPattern = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
 export const processIdRe = new RegExp(processIdPattern);
+/** The schema of a process id wherever one is given (bodies, the YAML file). */
+export const ProcessIdSchema = Type.String({ maxLength: processIdCharsMax, pattern: processIdPattern });
 
 const ClockTypeSchema = Type.Union([Type.Literal('scalar'), Type.Literal('vector'), Type.Literal('matrix')]);
 
@@ -31,8 +37,8 @@ const ConfigFileSchema = Type.Object({
   processes: Type.Optional(
     Type.Array(
       Type.Union([
-        Type.String({ pattern: processIdPattern }),
-        Type.Object({ id: Type.String({ pattern: processIdPattern }), clock_type: Type.Optional(ClockTypeSchema) }, { additionalProperties: false }),
+        ProcessIdSchema,
+        Type.Object({ id: ProcessIdSchema, clock_type: Type.Optional(ClockTypeSchema) }, { additionalProperties: false }),
       ]),
       { maxItems: processCountMax },
     ),
@@ -58,6 +64,8 @@ export interface ClockLabSettings {
   wsPingIntervalMs: number;
   wsPongDeadlineMs: number;
   wsClientQueueBytes: number;
+  /** WebSocket clients of /ws at once; one more is a 503. */
+  wsClientsMax: number;
   seed: number | undefined;
   configPath: string | undefined;
   lab: LabConfig;
@@ -137,6 +145,7 @@ export function loadSettings(env: NodeJS.ProcessEnv): ClockLabSettings {
     wsPingIntervalMs: intEnv(env, 'VC_WS_PING_INTERVAL_MS', wsPingIntervalMsDefault, 10, 3_600_000),
     wsPongDeadlineMs: intEnv(env, 'VC_WS_PONG_DEADLINE_MS', wsPongDeadlineMsDefault, 10, 3_600_000),
     wsClientQueueBytes: intEnv(env, 'VC_WS_CLIENT_QUEUE_BYTES', wsClientQueueBytesDefault, 1024, 1024 * 1024 * 1024),
+    wsClientsMax: intEnv(env, 'VC_WS_CLIENTS_MAX', wsClientsMaxDefault, 1, 1_000_000),
     seed,
     configPath,
     lab: {
@@ -145,6 +154,7 @@ export function loadSettings(env: NodeJS.ProcessEnv): ClockLabSettings {
       defaultDelayMs: file.defaultDelayMs ?? channelDelayMsDefault,
       initialBalance: file.initialBalance ?? initialBalanceDefault,
       deliveryMode: file.deliveryMode ?? 'causal',
+      undeliveredBytesMax: intEnv(env, 'VC_UNDELIVERED_BYTES_MAX', undeliveredBytesMax, 64 * 1024, Number.MAX_SAFE_INTEGER),
     },
   };
 }

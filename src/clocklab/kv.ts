@@ -12,7 +12,7 @@ import {
   type VersionVector,
 } from './clocks.js';
 import { unreachable } from '../util/assert.js';
-import { kvKeysMax, kvSiblingsMax } from './limits.js';
+import { kvKeysMax, kvSiblingsMax, kvStoreCharsMax, kvValueCharsMax } from './limits.js';
 
 export type ConflictStrategy = 'keep_all' | 'lww' | 'first_writer' | 'merge';
 export const conflictStrategies: readonly ConflictStrategy[] = ['keep_all', 'lww', 'first_writer', 'merge'];
@@ -85,8 +85,37 @@ export function resolve(strategy: Exclude<ConflictStrategy, 'keep_all'>, sibling
   }
 }
 
+function valueChars(versions: readonly StoredVersion[]): number {
+  let n = 0;
+  for (const v of versions) n += v.value.length;
+  return n;
+}
+
+/** Code points, as the write schema counts a value's characters. */
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
 export class KvStore {
   private readonly keys = new Map<string, StoredVersion[]>();
+  /** UTF-16 units of every stored value (the memory the store's budget bounds). */
+  private chars = 0;
+
+  /** Stores `versions` under `key` unless that would pass the store's budget (then the reason). */
+  private put(key: string, versions: StoredVersion[], before: readonly StoredVersion[]): string | undefined {
+    const next = this.chars - valueChars(before) + valueChars(versions);
+    if (next > kvStoreCharsMax && next > this.chars) return `the store would hold ${next} characters of values, past its ${kvStoreCharsMax} maximum`;
+    this.chars = next;
+    this.keys.set(key, versions);
+    return undefined;
+  }
+
+  /** UTF-16 units of every stored value. */
+  get storedChars(): number {
+    return this.chars;
+  }
 
   constructor(public strategy: ConflictStrategy = 'keep_all') {}
 
@@ -105,6 +134,7 @@ export class KvStore {
 
   clear(): void {
     this.keys.clear();
+    this.chars = 0;
   }
 
   /**
@@ -118,7 +148,8 @@ export class KvStore {
     if (!existing || existing.length === 0) {
       if (this.keys.size >= kvKeysMax) return { outcome: 'refused', reason: `the store holds ${kvKeysMax} keys, its maximum` };
       const versions = [candidate];
-      this.keys.set(key, versions);
+      const refused = this.put(key, versions, []);
+      if (refused) return { outcome: 'refused', reason: refused };
       return { outcome: 'created', version: candidate, versions: versions.slice() };
     }
     const kept: StoredVersion[] = [];
@@ -141,7 +172,8 @@ export class KvStore {
     }
     if (kept.length === 0) {
       const versions = [candidate];
-      this.keys.set(key, versions);
+      const refused = this.put(key, versions, existing);
+      if (refused) return { outcome: 'refused', reason: refused };
       return { outcome: 'replaced', version: candidate, replaced, versions: versions.slice() };
     }
     if (this.strategy === 'keep_all' && kept.length + 1 > kvSiblingsMax) {
@@ -149,11 +181,18 @@ export class KvStore {
     }
     const siblings = [...kept, candidate];
     if (this.strategy === 'keep_all') {
-      this.keys.set(key, siblings);
+      const refused = this.put(key, siblings, existing);
+      if (refused) return { outcome: 'refused', reason: refused };
       return { outcome: 'conflict', version: candidate, replaced, versions: siblings.slice(), resolution: undefined };
     }
     const result = resolve(this.strategy, siblings, candidate);
-    this.keys.set(key, [result]);
+    // merge joins the siblings' strings: the result is held to the same limit as a written value,
+    // or repeated concurrent writes would grow one value without bound.
+    if (result.value.length > kvValueCharsMax && codePoints(result.value) > kvValueCharsMax) {
+      return { outcome: 'refused', reason: `merging ${siblings.length} concurrent values of ${key} would make a value past the ${kvValueCharsMax}-character maximum` };
+    }
+    const refused = this.put(key, [result], existing);
+    if (refused) return { outcome: 'refused', reason: refused };
     return {
       outcome: 'conflict',
       version: candidate,

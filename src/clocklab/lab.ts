@@ -34,11 +34,14 @@ import {
   holdBackDepthMax,
   initialBalanceDefault,
   linkQueueMax,
+  matrixSimulationProcessesMax,
   processCountMax,
   reorderDepthMax,
   reorderWindowMsDefault,
+  snapshotChannelsKeptMax,
   snapshotsKeptMax,
   snapshotsRunningMax,
+  undeliveredBytesMax,
 } from './limits.js';
 import { GlobalSnapshot, type RecordedMessage, type RecordedProcess, type VerifyReport } from './snapshot.js';
 
@@ -67,6 +70,8 @@ export interface LabConfig {
   defaultDelayMs: number;
   initialBalance: number;
   deliveryMode: DeliveryMode;
+  /** Estimated bytes undelivered messages may hold (VC_UNDELIVERED_BYTES_MAX; default undeliveredBytesMax). */
+  undeliveredBytesMax: number;
 }
 
 export const defaultLabConfig: LabConfig = {
@@ -75,6 +80,7 @@ export const defaultLabConfig: LabConfig = {
   defaultDelayMs: channelDelayMsDefault,
   initialBalance: initialBalanceDefault,
   deliveryMode: 'causal',
+  undeliveredBytesMax,
 };
 
 /** An application message as it travels: the sender's timestamps plus the causal-delivery metadata. */
@@ -99,6 +105,8 @@ interface AppMessage {
   seq: number;
   sentAtMs: number;
   arrivedAtMs: number;
+  /** Estimated bytes this message holds while undelivered (counted against undeliveredBytesMax). */
+  cost: number;
 }
 
 interface MarkerPacket {
@@ -288,6 +296,8 @@ export class Lab {
   /** While deliverDue runs: drops the fabric reported in flight, per link, not yet matched to a packet. */
   private inFlightDrops = new Map<string, number>();
   private delivering = false;
+  /** Estimated bytes held by application messages not yet delivered or dropped (in flight, reordering, held back). */
+  private undeliveredBytes = 0;
   /** Cumulative over resets (what metrics and benchmarks read). */
   readonly totals = { snapshotsDiscarded: 0, snapshotsEvicted: 0 };
 
@@ -348,6 +358,7 @@ export class Lab {
     this.messageSeq = 0;
     this.broadcastSeq = 0;
     this.snapshotSeq = 0;
+    this.undeliveredBytes = 0;
   }
 
   /**
@@ -378,6 +389,11 @@ export class Lab {
         : fail('conflict', `process ${id} was killed; its id stays reserved until the simulation is reset`);
     }
     if (this.procs.length >= processCountMax) return fail('conflict', `the simulation already has ${processCountMax} processes, its maximum`);
+    // A matrix clock has n² entries, shown on each of its events and answers: simulations holding
+    // one stay small (a 256-process matrix is a 9 MB answer per event, a broadcast's answer >1 GB).
+    if (this.procs.length >= matrixSimulationProcessesMax && (clockType === 'matrix' || this.procs.some((q) => q.clockType === 'matrix'))) {
+      return fail('conflict', `a simulation with a matrix clock holds at most ${matrixSimulationProcessesMax} processes (a matrix has n² entries); it has ${this.procs.length}`);
+    }
     const slot = this.procs.length;
     // BSS: broadcasts made before joining were not addressed here: settled for the condition, but
     // not in this process's causal past (its own broadcasts must not make others wait for them).
@@ -461,9 +477,12 @@ export class Lab {
     if (from === to) return fail('invalid', 'a process cannot send a message to itself (there is no channel from a process to itself)');
     if (!Number.isInteger(amount) || amount < 0) return fail('invalid', 'amount must be a non-negative integer');
     if (amount > from.balance) return fail('conflict', `insufficient balance: ${fromId} holds ${from.balance}, cannot transfer ${amount}`);
+    const cost = this.messageCost(from, payload, 1);
+    const full = this.budgetProblem<SendResult>(cost);
+    if (full) return full;
     this.tick(from);
     const seq = this.countSend(from, to);
-    const msg = this.makeMessage(from, to, seq, payload, amount, 'unicast', undefined, copyMatrix(from.sent), undefined);
+    const msg = this.makeMessage(from, to, seq, payload, amount, 'unicast', undefined, copyMatrix(from.sent), undefined, cost);
     from.balance -= amount;
     this.emitClock(from, 'send');
     const status = this.transmit(msg);
@@ -475,6 +494,10 @@ export class Lab {
     const rf = this.alive(fromId);
     if (!rf.ok) return rf;
     const from = rf.value;
+    const copies = this.procs.filter((to) => to !== from && to.status === 'alive').length;
+    const cost = this.messageCost(from, payload, copies);
+    const full = this.budgetProblem<{ broadcast_id: string; messages: SendResult[] }>(cost * copies);
+    if (full) return full;
     this.tick(from);
     // BSS: the sender counts its own broadcast (and delivers it to itself at once).
     from.bcast[from.slot] = (from.bcast[from.slot] ?? 0) + 1;
@@ -486,7 +509,7 @@ export class Lab {
     // RST: every copy is counted before ST is taken, so each receiver learns of its siblings.
     const seqs = dests.map((to) => this.countSend(from, to));
     const stm = copyMatrix(from.sent);
-    const msgs = dests.map((to, i) => this.makeMessage(from, to, seqs[i] as number, payload, 0, 'broadcast', bid, stm, ts));
+    const msgs = dests.map((to, i) => this.makeMessage(from, to, seqs[i] as number, payload, 0, 'broadcast', bid, stm, ts, cost));
     this.emitClock(from, 'send');
     for (const m of msgs) results.push(this.sendResult(from, m, this.transmit(m)));
     return ok({ broadcast_id: bid, messages: results });
@@ -503,12 +526,33 @@ export class Lab {
     return seq;
   }
 
-  private makeMessage(from: Proc, to: Proc, seq: number, payload: string, amount: number, cast: 'unicast' | 'broadcast', bid: string | undefined, stm: Matrix, bss: Vector | undefined): AppMessage {
+  /**
+   * Estimated bytes one message holds until delivered: its payload, its vector, the sender's
+   * matrix (copied per message) and its share of the RST SENT matrix (one copy per send, shared by
+   * a broadcast's copies). Numbers count 8 bytes each.
+   */
+  private messageCost(from: Proc, payload: string, copies: number): number {
+    let stmCells = 0;
+    for (const row of from.sent) stmCells += row ? row.length : 0;
+    let matrixCells = 0;
+    if (from.matrix) for (const row of from.matrix) matrixCells += row ? row.length : 0;
+    const n = this.procs.length;
+    return 256 + 2 * payload.length + 8 * (n + matrixCells + Math.ceil((stmCells + n) / Math.max(1, copies)));
+  }
+
+  private budgetProblem<T>(cost: number): Outcome<T> | undefined {
+    const max = this.config.undeliveredBytesMax;
+    if (this.undeliveredBytes + cost <= max) return undefined;
+    return fail('conflict', `undelivered messages (in flight, reordering or held back) already hold about ${Math.round(this.undeliveredBytes / 1024)} KiB, and this send needs ${Math.round(cost / 1024)} KiB more, past the maximum of ${max} bytes (VC_UNDELIVERED_BYTES_MAX); wait for deliveries, heal partitions or reset`);
+  }
+
+  private makeMessage(from: Proc, to: Proc, seq: number, payload: string, amount: number, cast: 'unicast' | 'broadcast', bid: string | undefined, stm: Matrix, bss: Vector | undefined, cost: number): AppMessage {
     const msg: AppMessage = {
       kind: 'app', id: `m${++this.messageSeq}`, from: from.slot, to: to.slot, payload, amount, cast, broadcastId: bid,
       lamport: from.lamport, vector: copyVector(from.vector), matrix: from.matrix ? copyMatrix(from.matrix) : undefined,
-      stm, bss, seq, sentAtMs: this.nowMs, arrivedAtMs: -1,
+      stm, bss, seq, sentAtMs: this.nowMs, arrivedAtMs: -1, cost,
     };
+    this.undeliveredBytes += cost;
     this.emit('message_sent', { ...this.messageView(msg) });
     return msg;
   }
@@ -585,8 +629,11 @@ export class Lab {
     const to = this.ids[pkt.to] as string;
     if (pkt.kind === 'marker') {
       this.emit('message_dropped', { marker: true, snapshot: pkt.snapshotId, from, to, reason });
+      const s = this.snapshots.get(pkt.snapshotId);
+      if (s && s.onMarkerLost(from, to, reason)) this.emit('snapshot_incomplete', { snapshot: s.id, channel: { from, to }, reasons: s.verify().reasons });
       return reason;
     }
+    this.undeliveredBytes -= pkt.cost;
     for (const s of this.snapshots.values()) s.onDropped(from, to, pkt.id);
     this.emit('message_dropped', { id: pkt.id, from, to, reason, amount: pkt.amount, cast: pkt.cast });
     // The lab is the oracle that knows the message is gone: it settles it at the receiver, so its
@@ -751,6 +798,7 @@ export class Lab {
    * is reported as a causal violation (the hold-back queue exists to prevent exactly this).
    */
   private deliver(q: Proc, m: AppMessage): void {
+    this.undeliveredBytes -= m.cost;
     const violation = this.mode === 'immediate' ? this.blocker(q, m) : undefined;
     rstOnDeliver(q.deliv, q.delivAhead, q.sent, m.stm, q.slot, m.from, m.seq);
     if (m.bss) bssOnDeliver(q.bcast, q.bcastSettled, q.bcastAhead, m.bss, m.from);
@@ -882,8 +930,13 @@ export class Lab {
     let running = 0;
     for (const s of this.snapshots.values()) if (s.status === 'running') running++;
     if (running >= snapshotsRunningMax) return fail('conflict', `${snapshotsRunningMax} snapshots are already running, the maximum; wait for one to complete`);
-    this.evictSnapshots();
     const participants = this.procs.filter((p) => p.status === 'alive').map((p) => p.id);
+    const channels = participants.length * (participants.length - 1);
+    this.evictSnapshots(channels);
+    const kept = this.snapshotChannelsKept();
+    if (kept + channels > snapshotChannelsKeptMax) {
+      return fail('conflict', `running snapshots already hold ${kept} channel records and this one needs ${channels}, past the ${snapshotChannelsKeptMax} maximum; wait for one to complete`);
+    }
     const s = new GlobalSnapshot(`s${++this.snapshotSeq}`, initiatorId, this.nowMs, participants);
     this.snapshots.set(s.id, s);
     this.emit('snapshot_started', { snapshot: s.id, initiator: initiatorId, participants });
@@ -891,15 +944,26 @@ export class Lab {
     return ok({ id: s.id, initiator: initiatorId, participants });
   }
 
-  private evictSnapshots(): void {
-    if (this.snapshots.size < snapshotsKeptMax) return;
+  /** Channel records (n(n−1) per snapshot) held by every kept snapshot. */
+  private snapshotChannelsKept(): number {
+    let n = 0;
+    for (const s of this.snapshots.values()) n += s.channelCount;
+    return n;
+  }
+
+  /** Makes room for one more snapshot of `channels` channels: the oldest finished ones go first, counted. */
+  private evictSnapshots(channels: number): void {
+    let kept = this.snapshotChannelsKept();
+    const full = (): boolean => this.snapshots.size >= snapshotsKeptMax || kept + channels > snapshotChannelsKeptMax;
+    if (!full()) return;
     for (const s of this.snapshots.values()) {
       if (s.status === 'running') continue;
       this.snapshots.delete(s.id);
+      kept -= s.channelCount;
       if (s.status === 'incomplete') this.totals.snapshotsDiscarded++;
       this.totals.snapshotsEvicted++;
       this.emit('snapshot_evicted', { snapshot: s.id, status: s.status, kept_max: snapshotsKeptMax });
-      if (this.snapshots.size < snapshotsKeptMax) return;
+      if (!full()) return;
     }
   }
 
@@ -1090,9 +1154,23 @@ export class Lab {
       channels: this.channels(),
       partitions: [...this.fabric.partitions()].map(([id, p]) => ({ id, side_a: p.groupA, side_b: p.groupB })),
       in_flight: this.fabric.stats().in_flight + this.reordering.length,
+      undelivered_bytes: this.undeliveredBytes,
       snapshots: this.snapshotList(),
       kv_keys: this.kv.size,
     };
+  }
+
+  /** Cheap counts for the metrics gauges (a scrape must not build every view: at 256 processes that is megabytes). */
+  counts(): { alive: number; killed: number; held: number; inFlight: number; snapshotsRunning: number; kvKeys: number } {
+    let alive = 0;
+    let held = 0;
+    for (const p of this.procs) {
+      if (p.status === 'alive') alive++;
+      held += p.holdBack.length;
+    }
+    let snapshotsRunning = 0;
+    for (const s of this.snapshots.values()) if (s.status === 'running') snapshotsRunning++;
+    return { alive, killed: this.procs.length - alive, held, inFlight: this.fabric.stats().in_flight + this.reordering.length, snapshotsRunning, kvKeys: this.kv.size };
   }
 
   /** Messages currently held back at a process (for tests and the UI). */

@@ -3,9 +3,11 @@
  * browser-facing proxy from the environment (PORT, PROXY_PORT, CONFIG_PATH, ...) and prints their URLs.
  */
 import { createLogger } from '../util/logger.js';
+import { installProcessSafetyNet } from '../util/process-safety.js';
 import { startClockLab } from './server.js';
 
 const logger = createLogger('clocklab');
+installProcessSafetyNet(logger); // a stray rejection or throw is logged and counted, never fatal
 try {
   const lab = await startClockLab({ logger });
   // One JSON line first, like the other services' entries, so scripts and tests can read the ports.

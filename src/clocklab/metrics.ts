@@ -23,6 +23,8 @@ export class LabMetrics {
   readonly busDrops: Counter;
   readonly historyEvicted: Counter;
   readonly wsTimeouts: Counter;
+  readonly proxyWsClients: Gauge;
+  readonly proxyWsDropped: Counter;
   readonly httpRequests: Counter<'method' | 'status'>;
   private readonly published: Counter<'type'>;
   private readonly sent: Counter<'cast'>;
@@ -44,6 +46,8 @@ export class LabMetrics {
     this.busDrops = new Counter({ name: 'vc_event_bus_publish_drops', help: 'Events dropped because the event bus publish buffer (4096) was full', registers: [r] });
     this.historyEvicted = new Counter({ name: 'vc_event_history_evicted_total', help: 'Events that fell off the replay history', registers: [r] });
     this.wsTimeouts = new Counter({ name: 'vc_ws_pong_timeouts_total', help: 'WebSocket clients closed for missing the pong deadline', registers: [r] });
+    this.proxyWsClients = new Gauge({ name: 'vc_proxy_ws_clients_connected', help: 'Browser WebSockets connected to the proxy (each is also one lab /ws client)', registers: [r] });
+    this.proxyWsDropped = new Counter({ name: 'vc_proxy_ws_events_dropped_total', help: 'Events the proxy read from the lab but did not queue for a browser whose queue was full (the lab counts what it then could not send to that upstream in vc_ws_events_dropped_total)', registers: [r] });
     this.httpRequests = new Counter({ name: 'vc_http_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'status'], registers: [r] });
     this.published = new Counter({ name: 'vc_events_published_total', help: 'Events published on the bus, by type', labelNames: ['type'], registers: [r] });
     this.sent = new Counter({ name: 'vc_messages_sent_total', help: 'Application messages sent (one per destination)', labelNames: ['cast'], registers: [r] });

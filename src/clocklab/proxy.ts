@@ -1,16 +1,36 @@
 /**
  * The browser-facing proxy of the clock lab: serves the small web page (web/clocklab/index.html)
- * and forwards every other HTTP request, Authorization header included, and every WebSocket
- * connection on /ws to the lab, relaying frames both ways. It holds no state of the lab and makes no
- * decisions: a refusal by the lab (401, 403, ...) reaches the browser unchanged.
+ * and forwards every other HTTP request, Authorization header included, and WebSocket connections
+ * on /ws to the lab. It holds no state of the lab and makes no decisions: a refusal by the lab
+ * (401, 403, 503 ...) reaches the browser unchanged.
+ *
+ * WebSockets: browsers presenting the same credentials (Authorization, Origin, `?token=`) share one
+ * upstream connection to the lab, whose frames the proxy fans out like the lab's own hub: each
+ * browser has a send queue bounded in bytes (the lab's VC_WS_CLIENT_QUEUE_BYTES); past it frames to
+ * that browser are dropped and counted (vc_proxy_ws_events_dropped_total). So a slow browser costs
+ * the lab nothing (one connection per credential set, read at the proxy's pace, never paused for a
+ * browser), and a newly connected browser gets the last frames (the lab's replay and what followed,
+ * as bounded as the lab's own history) before the live stream.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { HttpApp, type HttpResult, type WsClient } from '../http/index.js';
+import { HttpApp, type HttpResult, type UpgradeDecision, type WsClient } from '../http/index.js';
 import type { Logger } from '../util/logger.js';
+import {
+  busHistoryCharsMax,
+  busHistoryMax,
+  proxyIdleUpstreamMs,
+  proxyRefusalBytesMax,
+  proxyRequestTimeoutMs,
+  proxyResponseBytesMax,
+  proxyUpstreamsMax,
+  wsClientQueueBytesDefault,
+  wsPingIntervalMsDefault,
+  wsPongDeadlineMsDefault,
+} from './limits.js';
 
 export interface ProxyOptions {
   port: number;
@@ -19,14 +39,23 @@ export interface ProxyOptions {
   logger: Logger;
   /** Directory holding index.html; default: web/clocklab found above this module. */
   webDir?: string;
+  /** Bytes a browser may have queued before frames to it are dropped (the lab's VC_WS_CLIENT_QUEUE_BYTES). */
+  clientQueueBytes?: number;
+  /** The proxy pings each browser this often and closes one silent for longer than the deadline (the lab's settings). */
+  pingIntervalMs?: number;
+  pongDeadlineMs?: number;
+  /** Frames dropped for a browser whose queue was full (vc_proxy_ws_events_dropped_total). */
+  onDropped?: (frames: number) => void;
+  /** Browser WebSockets opened (+1) and closed (-1) (vc_proxy_ws_clients_connected). */
+  onClients?: (delta: number) => void;
+  /** A browser closed for missing the pong deadline. */
+  onPongTimeout?: () => void;
 }
 
 /** Request headers passed to the lab (hop-by-hop ones are not). */
 const forwardedRequestHeaders = ['authorization', 'content-type', 'accept', 'origin', 'if-match', 'last-event-id', 'user-agent'];
 /** Response headers passed back to the browser. */
 const forwardedResponseHeaders = ['content-type', 'www-authenticate', 'allow', 'retry-after', 'access-control-allow-origin', 'vary'];
-/** Frames buffered for a browser between the lab's accepting the upstream connection and the browser's socket opening. */
-const pendingFramesMax = 4096;
 
 export function findWebDir(): string | undefined {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -38,11 +67,23 @@ export function findWebDir(): string | undefined {
   return undefined;
 }
 
+interface Frame {
+  data: Buffer;
+  isBinary: boolean;
+}
+
+/** One upstream connection to the lab, shared by every browser presenting the same credentials. */
 interface Upstream {
+  key: string;
   ws: WebSocket;
-  pending: Array<{ data: WebSocket.RawData; isBinary: boolean }>;
-  client: WsClient<Upstream> | undefined;
-  lost: number;
+  /** Settles when the lab accepted (or refused) the connection. */
+  ready: Promise<UpgradeDecision<Upstream>>;
+  clients: Set<WsClient<Upstream>>;
+  /** The last frames, replayed to a browser that joins (bounded like the lab's own history; bytes of JSON text count as its characters, near enough). */
+  history: Frame[];
+  historyBytes: number;
+  /** Closes the upstream when it has had no browser for a while (a browser that went away during its upgrade never attaches). */
+  idle: NodeJS.Timeout | undefined;
 }
 
 export async function startProxy(opts: ProxyOptions): Promise<{ port: number; close(): void }> {
@@ -50,7 +91,9 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
   const webDir = opts.webDir ?? findWebDir();
   const app = new HttpApp({ name: 'clocklab-proxy', logger, cors: false });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const upstreams = new Set<Upstream>();
+  const upstreams = new Map<string, Upstream>();
+  const queueBytes = opts.clientQueueBytes ?? wsClientQueueBytesDefault;
+  const pongDeadlineMs = opts.pongDeadlineMs ?? wsPongDeadlineMsDefault;
 
   const page = (): HttpResult => {
     const file = webDir ? join(webDir, 'index.html') : undefined;
@@ -77,9 +120,18 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
       resolve({ status: 400, body: { error: 'request path is not valid text' } });
       return;
     }
-    const upstream = http.request({ host: target.host, port: target.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, agent }, (res) => {
+    const upstream = http.request({ host: target.host, port: target.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, agent, timeout: proxyRequestTimeoutMs }, (res) => {
       const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size <= proxyResponseBytesMax) {
+          chunks.push(c);
+          return;
+        }
+        res.destroy();
+        resolve({ status: 502, body: { error: `clock lab response exceeds ${proxyResponseBytesMax} bytes` } });
+      });
       res.on('end', () => {
         const out: Record<string, string> = {};
         for (const h of forwardedResponseHeaders) {
@@ -91,88 +143,152 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
       });
       res.on('error', (err) => resolve({ status: 502, body: { error: `clock lab response failed: ${err.message}` } }));
     });
+    upstream.on('timeout', () => {
+      upstream.destroy();
+      resolve({ status: 504, body: { error: `clock lab did not answer within ${proxyRequestTimeoutMs} ms` } });
+    });
     upstream.on('error', (err) => resolve({ status: 502, body: { error: `clock lab unreachable at ${target.host}:${target.port}: ${err.message}` } }));
     if (req.rawBody.length > 0) upstream.write(req.rawBody);
     upstream.end();
   }));
 
+  const closeUpstream = (up: Upstream): void => {
+    if (up.idle) clearTimeout(up.idle);
+    up.idle = undefined;
+    if (upstreams.get(up.key) === up) upstreams.delete(up.key);
+    up.ws.terminate();
+  };
+  const idleCheck = (up: Upstream): void => {
+    if (up.idle) clearTimeout(up.idle);
+    up.idle = setTimeout(() => {
+      up.idle = undefined;
+      if (up.clients.size === 0) closeUpstream(up);
+    }, proxyIdleUpstreamMs);
+  };
+
+  /** One frame to one browser: past its queue cap the frame is dropped and counted (WsClient.send). */
+  const deliver = (client: WsClient<Upstream>, f: Frame): void => {
+    if (client.send(f.data, f.isBinary) === 'dropped') opts.onDropped?.(1);
+  };
+
+  const openUpstream = (key: string, headers: Record<string, string>, token: string | null): Upstream => {
+    // skipUTF8Validation: frames go on to browsers as they came; the lab only sends JSON text.
+    const ws = new WebSocket(`ws://${target.host}:${target.port}/ws${token !== null ? `?token=${encodeURIComponent(token)}` : ''}`, { headers, skipUTF8Validation: true });
+    let decide!: (d: UpgradeDecision<Upstream>) => void;
+    const ready = new Promise<UpgradeDecision<Upstream>>((resolve) => {
+      decide = resolve;
+    });
+    const up: Upstream = { key, ws, ready, clients: new Set(), history: [], historyBytes: 0, idle: undefined };
+    let settled = false;
+    const settle = (d: UpgradeDecision<Upstream>): void => {
+      if (settled) return;
+      settled = true;
+      if (d.reject && upstreams.get(key) === up) upstreams.delete(key);
+      decide(d);
+    };
+    ws.on('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size <= proxyRefusalBytesMax) chunks.push(c);
+      });
+      res.on('end', () => {
+        let error = `the clock lab refused the WebSocket (${res.statusCode})`;
+        try {
+          const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: unknown };
+          if (typeof parsed.error === 'string') error = parsed.error;
+        } catch {
+          // keep the generic message
+        }
+        settle({ reject: { status: res.statusCode ?? 502, error } });
+      });
+    });
+    ws.on('error', (err) => settle({ reject: { status: 502, error: `clock lab unreachable: ${err.message}` } }));
+    ws.on('open', () => {
+      idleCheck(up);
+      settle({ data: up });
+    });
+    ws.on('message', (data, isBinary) => {
+      // A copy: ws hands out views of the socket's chunk, which the history must not keep alive.
+      const f: Frame = { data: Buffer.from(data as Buffer), isBinary };
+      up.history.push(f);
+      up.historyBytes += f.data.length;
+      while (up.history.length > busHistoryMax || up.historyBytes > busHistoryCharsMax) up.historyBytes -= (up.history.shift() as Frame).data.length;
+      for (const c of up.clients) deliver(c, f);
+    });
+    ws.on('close', () => {
+      if (upstreams.get(key) === up) upstreams.delete(key);
+      if (up.idle) clearTimeout(up.idle);
+      for (const c of [...up.clients]) c.close(1000, 'clock lab closed the connection');
+    });
+    upstreams.set(key, up);
+    return up;
+  };
+
   app.ws<Upstream>('/ws', {
-    maxQueueBytes: 4 * 1024 * 1024,
-    upgrade: (info) => new Promise((resolve) => {
+    maxQueueBytes: queueBytes,
+    upgrade: async (info) => {
       const headers: Record<string, string> = {};
       for (const h of ['authorization', 'origin', 'user-agent']) {
         const v = info.headers[h];
         if (v !== undefined) headers[h] = v;
       }
-      const qs = info.query.toString();
-      const ws = new WebSocket(`ws://${target.host}:${target.port}/ws${qs ? `?${qs}` : ''}`, { headers });
-      const up: Upstream = { ws, pending: [], client: undefined, lost: 0 };
-      let settled = false;
-      ws.on('unexpected-response', (_req, res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          let error = `the clock lab refused the WebSocket (${res.statusCode})`;
-          try {
-            const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: unknown };
-            if (typeof parsed.error === 'string') error = parsed.error;
-          } catch {
-            // keep the generic message
-          }
-          settled = true;
-          resolve({ reject: { status: res.statusCode ?? 502, error } });
-        });
-      });
-      ws.on('error', (err) => {
-        if (!settled) {
-          settled = true;
-          resolve({ reject: { status: 502, error: `clock lab unreachable: ${err.message}` } });
+      // The lab decides on the Authorization header, the Origin and `?token=` only: those name the upstream.
+      const token = info.query.get('token');
+      const key = JSON.stringify([headers['authorization'] ?? null, headers['origin'] ?? null, token]);
+      let up = upstreams.get(key);
+      if (!up) {
+        if (upstreams.size >= proxyUpstreamsMax) {
+          return { reject: { status: 503, error: `the proxy already holds ${proxyUpstreamsMax} upstream connections (one per distinct credentials), its maximum` } };
         }
-      });
-      ws.on('open', () => {
-        settled = true;
-        upstreams.add(up);
-        resolve({ data: up });
-      });
-      ws.on('message', (data, isBinary) => {
-        if (up.client) {
-          up.client.send(isBinary ? (data as Buffer) : data.toString(), isBinary);
-        } else if (up.pending.length < pendingFramesMax) {
-          up.pending.push({ data, isBinary });
-        } else {
-          up.lost++;
-        }
-      });
-      ws.on('close', () => {
-        upstreams.delete(up);
-        up.client?.close(1000, 'clock lab closed the connection');
-      });
-    }),
+        up = openUpstream(key, headers, token);
+      }
+      return up.ready;
+    },
     open: (client) => {
       const up = client.data;
-      up.client = client;
-      for (const f of up.pending) client.send(f.isBinary ? (f.data as Buffer) : f.data.toString(), f.isBinary);
-      up.pending = [];
-      if (up.lost > 0) logger.warn({ lost: up.lost }, 'proxy dropped frames buffered before the browser socket opened');
+      if (up.ws.readyState !== WebSocket.OPEN) {
+        client.close(1011, 'clock lab closed the connection');
+        return;
+      }
+      if (up.idle) clearTimeout(up.idle);
+      up.idle = undefined;
+      opts.onClients?.(1);
+      for (const f of up.history) deliver(client, f);
+      up.clients.add(client);
     },
-    message: (client, message, isBinary) => {
-      const up = client.data;
-      if (up.ws.readyState === WebSocket.OPEN) up.ws.send(message, { binary: isBinary });
-    },
+    // The lab reads nothing from its clients: frames from browsers are not forwarded.
     close: (client) => {
       const up = client.data;
-      up.client = undefined;
-      upstreams.delete(up);
-      up.ws.close();
+      if (!up.clients.delete(client)) return;
+      opts.onClients?.(-1);
+      if (up.clients.size === 0) idleCheck(up);
     },
   });
+
+  // Browsers that stopped answering pings are closed (the lab cannot see them behind the shared upstream).
+  const pinger = setInterval(() => {
+    const now = Date.now();
+    for (const up of upstreams.values()) {
+      for (const c of up.clients) {
+        if (now - c.lastPongAt > pongDeadlineMs) {
+          opts.onPongTimeout?.();
+          c.terminate();
+        } else {
+          c.ping();
+        }
+      }
+    }
+  }, opts.pingIntervalMs ?? wsPingIntervalMsDefault);
+  pinger.unref();
 
   const port = await app.listen(opts.port, opts.host ?? '0.0.0.0');
   return {
     port,
     close() {
-      for (const up of upstreams) up.ws.terminate();
-      upstreams.clear();
+      clearInterval(pinger);
+      for (const up of [...upstreams.values()]) closeUpstream(up);
       app.close();
       agent.destroy();
     },

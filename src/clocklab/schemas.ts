@@ -3,10 +3,10 @@
  * (a failure is a 400 naming the field). Shapes only; the lab decides the domain rules.
  */
 import Type from 'typebox';
-import { processIdPattern } from './config.js';
-import { channelDelayMsMax, kvValueCharsMax, payloadCharsMax, processCountMax } from './limits.js';
+import { ProcessIdSchema } from './config.js';
+import { channelDelayMsMax, eventLabelCharsMax, kvValueCharsMax, kvVersionCounterMax, messageAmountMax, payloadCharsMax, processCountMax } from './limits.js';
 
-const ProcessId = Type.String({ pattern: processIdPattern });
+const ProcessId = ProcessIdSchema;
 
 export const ProcessBody = Type.Object(
   {
@@ -16,7 +16,7 @@ export const ProcessBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const EventBody = Type.Object({ label: Type.Optional(Type.String({ maxLength: 256 })) }, { additionalProperties: false });
+export const EventBody = Type.Object({ label: Type.Optional(Type.String({ maxLength: eventLabelCharsMax })) }, { additionalProperties: false });
 
 export const MessageBody = Type.Object(
   {
@@ -24,7 +24,7 @@ export const MessageBody = Type.Object(
     to: ProcessId,
     payload: Type.String({ maxLength: payloadCharsMax }),
     /** Optional: an amount moved from sender to receiver (the bank-transfer demo). */
-    amount: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
+    amount: Type.Optional(Type.Integer({ minimum: 0, maximum: messageAmountMax })),
   },
   { additionalProperties: false },
 );
@@ -56,7 +56,7 @@ export const KvWriteBody = Type.Object(
     value: Type.String({ maxLength: kvValueCharsMax }),
     writer: ProcessId,
     /** Optional: apply a write made earlier with this version vector (replay); the writer's clock does not move. */
-    version: Type.Optional(Type.Record(Type.String({ pattern: processIdPattern }), Type.Integer({ minimum: 0 }))),
+    version: Type.Optional(Type.Record(ProcessId, Type.Integer({ minimum: 0, maximum: kvVersionCounterMax }), { maxProperties: processCountMax })),
   },
   { additionalProperties: false },
 );

@@ -6,14 +6,24 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { HttpApp, HttpError, WsHub, healthRoutes, type Handler, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
+import { HttpApp, HttpError, WsHub, healthRoutes, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { SeededRng, liveRng } from '../util/rng.js';
 import { EventBus } from './bus.js';
 import { loadSettings, processIdRe, type ClockLabSettings } from './config.js';
 import type { EventData, LabEventType } from './events.js';
 import { Lab, type LabErrorCode, type Outcome } from './lab.js';
-import { busBufferMax, busHistoryMax, kvKeyCharsMax, liveTickMs } from './limits.js';
+import {
+  busBufferMax,
+  busHistoryCharsMax,
+  busHistoryMax,
+  kvKeyCharsMax,
+  liveTickMs,
+  partitionIdCharsMax,
+  processIdCharsMax,
+  scenarioNameCharsMax,
+  snapshotIdCharsMax,
+} from './limits.js';
 import { LabMetrics } from './metrics.js';
 import { startProxy } from './proxy.js';
 import { hasScenario, runScenario, scenarioList } from './scenarios.js';
@@ -63,10 +73,37 @@ function answer<T>(r: Outcome<T>, status = 200): HttpResult {
   return r.ok ? { status, body: r.value } : { status: statusOf[r.error.code], body: { error: r.error.message } };
 }
 
+/** Characters as the body schemas count them: Unicode code points. */
+function charCount(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** A value for an error message: quoted, and cut short (errors never echo a whole hostile input). */
+function shown(s: string): string {
+  return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
+}
+
+function processIdProblem(field: string, id: string): string | undefined {
+  if (charCount(id) > processIdCharsMax) return `${field}: must not have more than ${processIdCharsMax} characters`;
+  if (!processIdRe.test(id)) return `${field}: ${shown(id)} is not a valid process id (letters, digits, '_', '.', '-', starting with a letter or digit)`;
+  return undefined;
+}
+
 function processParam(req: HttpRequest<unknown>, name = 'id'): string {
   const id = req.params[name] ?? '';
-  if (!processIdRe.test(id)) throw new HttpError(400, `${name}: ${JSON.stringify(id)} is not a valid process id (letters, digits, '_', '.', '-', at most 64, starting with a letter or digit)`);
+  const problem = processIdProblem(name, id);
+  if (problem) throw new HttpError(400, problem);
   return id;
+}
+
+/** A path parameter that names something (a snapshot, a partition, a scenario): bounded before it is looked up or echoed. */
+function nameParam(req: HttpRequest<unknown>, name: string, field: string, charsMax: number): string {
+  const v = req.params[name] ?? '';
+  if (v.length === 0) throw new HttpError(400, `${field}: must not be empty`);
+  if (charCount(v) > charsMax) throw new HttpError(400, `${field}: must not have more than ${charsMax} characters`);
+  return v;
 }
 
 function sameSecret(a: string, b: string): boolean {
@@ -103,20 +140,20 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   const bus = new EventBus({
     bufferMax: busBufferMax,
     historyMax: busHistoryMax,
+    historyCharsMax: busHistoryCharsMax,
     now: () => Date.now(),
     onPublishDrop: () => metrics.busDrops.inc(),
     onHistoryEvict: () => metrics.historyEvicted.inc(),
   });
   const metrics: LabMetrics = new LabMetrics({
     processes: () => {
-      const ps = lab?.processes() ?? [];
-      const alive = ps.filter((p) => p.status === 'alive').length;
-      return { alive, killed: ps.length - alive };
+      const c = lab?.counts();
+      return { alive: c?.alive ?? 0, killed: c?.killed ?? 0 };
     },
-    inFlight: () => lab?.state().in_flight ?? 0,
-    held: () => (lab?.processes() ?? []).reduce((n, p) => n + p.held.length, 0),
-    snapshotsRunning: () => (lab?.snapshotList() ?? []).filter((s) => s.status === 'running').length,
-    kvKeys: () => lab?.state().kv_keys ?? 0,
+    inFlight: () => lab?.counts().inFlight ?? 0,
+    held: () => lab?.counts().held ?? 0,
+    snapshotsRunning: () => lab?.counts().snapshotsRunning ?? 0,
+    kvKeys: () => lab?.counts().kvKeys ?? 0,
     busBuffered: () => bus.buffered,
   });
   const emit = (type: LabEventType, data: EventData): void => {
@@ -141,85 +178,91 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   }, liveTickMs);
 
   // ---- HTTP
+  // Authentication runs before a body is read or parsed (the adapter's `before` hook): a request
+  // without a valid token is a 401 whatever its body, and costs no body buffering.
+  const publicPaths = new Set(['/healthz', '/readyz', '/metrics']);
   const app = new HttpApp({
     name: 'clocklab',
     logger,
     cors: { origins: settings.allowedOrigins ?? '*' },
     onResponse: (method, status) => metrics.httpRequests.inc({ method, status: String(status) }),
+    before: (req) => {
+      if (publicPaths.has(req.path)) return undefined;
+      const problem = authProblem(settings.apiTokens, req.headers['authorization']);
+      return problem ? { status: 401, body: { error: problem }, headers: { 'www-authenticate': 'Bearer' } } : undefined;
+    },
   });
-  healthRoutes(app, metrics.registry, () => ({ ready: true, detail: { processes: theLab.processes().filter((p) => p.status === 'alive').length } }));
-
-  const guard = <B>(h: Handler<B>): Handler<B> => (req) => {
-    const problem = authProblem(settings.apiTokens, req.headers['authorization']);
-    if (problem) throw new HttpError(401, problem, { 'www-authenticate': 'Bearer' });
-    return h(req);
-  };
+  healthRoutes(app, metrics.registry, () => ({ ready: true, detail: { processes: theLab.counts().alive } }));
 
   const routes = (prefix: string): void => {
-    app.post<undefined>(`${prefix}/processes/:id/snapshot`, guard((req) => {
+    app.post<undefined>(`${prefix}/processes/:id/snapshot`, (req) => {
       const r = theLab.startSnapshot(processParam(req));
       return r.ok ? { status: 201, body: { id: r.value.id, snapshot_id: r.value.id, initiator: r.value.initiator, participants: r.value.participants } } : answer(r);
-    }));
-    app.get(`${prefix}/snapshots/:id`, guard((req) => answer(theLab.snapshot(req.params['id'] ?? ''))));
-    app.get(`${prefix}/snapshots/:id/verify`, guard((req) => answer(theLab.verifySnapshot(req.params['id'] ?? ''))));
+    });
+    app.get(`${prefix}/snapshots/:id`, (req) => answer(theLab.snapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))));
+    app.get(`${prefix}/snapshots/:id/verify`, (req) => answer(theLab.verifySnapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))));
   };
   routes('/api/v1');
   routes(''); // the spec writes the snapshot endpoints without the prefix; both answer
 
-  app.get('/api/v1/snapshots', guard(() => ({ status: 200, body: { snapshots: theLab.snapshotList() } })));
-  app.get('/api/v1/processes', guard(() => ({ status: 200, body: { processes: theLab.processes() } })));
-  app.post<ProcessBodyT>('/api/v1/processes', guard((req) => answer(theLab.spawn(req.body.id, req.body.clock_type ?? 'vector'), 201)), { body: ProcessBody });
-  app.get('/api/v1/processes/:id', guard((req) => answer(theLab.process(processParam(req)))));
-  app.delete('/api/v1/processes/:id', guard((req) => {
+  app.get('/api/v1/snapshots', () => ({ status: 200, body: { snapshots: theLab.snapshotList() } }));
+  app.get('/api/v1/processes', () => ({ status: 200, body: { processes: theLab.processes() } }));
+  app.post<ProcessBodyT>('/api/v1/processes', (req) => answer(theLab.spawn(req.body.id, req.body.clock_type ?? 'vector'), 201), { body: ProcessBody });
+  app.get('/api/v1/processes/:id', (req) => answer(theLab.process(processParam(req))));
+  app.delete('/api/v1/processes/:id', (req) => {
     const r = theLab.kill(processParam(req));
     return r.ok ? { status: 204 } : answer(r);
-  }));
-  app.post<EventBodyT | undefined>('/api/v1/processes/:id/event', guard((req) => answer(theLab.internalEvent(processParam(req), req.body?.label ?? ''))), { body: EventBody, bodyOptional: true });
+  });
+  app.post<EventBodyT | undefined>('/api/v1/processes/:id/event', (req) => answer(theLab.internalEvent(processParam(req), req.body?.label ?? '')), { body: EventBody, bodyOptional: true });
 
-  app.post<MessageBodyT>('/api/v1/messages', guard((req) => answer(theLab.send(req.body.from, req.body.to, req.body.payload, req.body.amount ?? 0), 202)), { body: MessageBody });
-  app.post<BroadcastBodyT>('/api/v1/broadcast', guard((req) => answer(theLab.broadcast(req.body.from, req.body.payload), 202)), { body: BroadcastBody });
+  app.post<MessageBodyT>('/api/v1/messages', (req) => answer(theLab.send(req.body.from, req.body.to, req.body.payload, req.body.amount ?? 0), 202), { body: MessageBody });
+  app.post<BroadcastBodyT>('/api/v1/broadcast', (req) => answer(theLab.broadcast(req.body.from, req.body.payload), 202), { body: BroadcastBody });
 
-  app.get('/api/v1/channels', guard(() => ({ status: 200, body: { channels: theLab.channels() } })));
-  app.post<FaultsBodyT>('/api/v1/channels/:from/:to/faults', guard((req) => {
+  app.get('/api/v1/channels', () => ({ status: 200, body: { channels: theLab.channels() } }));
+  app.post<FaultsBodyT>('/api/v1/channels/:from/:to/faults', (req) => {
     const b = req.body;
     if (b.delay_ms === undefined && b.drop_rate === undefined && b.reorder === undefined && b.reorder_window_ms === undefined) {
       throw new HttpError(400, 'body: give at least one of delay_ms, drop_rate, reorder, reorder_window_ms');
     }
     return answer(theLab.setChannelFaults(processParam(req, 'from'), processParam(req, 'to'), b));
-  }), { body: FaultsBody });
-  app.post<PartitionBodyT>('/api/v1/partition', guard((req) => answer(theLab.partition(req.body.side_a, req.body.side_b), 201)), { body: PartitionBody });
-  app.delete('/api/v1/partition/:id', guard((req) => {
-    const r = theLab.heal(req.params['id'] ?? '');
+  }, { body: FaultsBody });
+  app.post<PartitionBodyT>('/api/v1/partition', (req) => answer(theLab.partition(req.body.side_a, req.body.side_b), 201), { body: PartitionBody });
+  app.delete('/api/v1/partition/:id', (req) => {
+    const r = theLab.heal(nameParam(req, 'id', 'partition id', partitionIdCharsMax));
     return r.ok ? { status: 204 } : answer(r);
-  }));
-  app.delete('/api/v1/faults', guard(() => ({ status: 200, body: theLab.clearFaults() })));
+  });
+  app.delete('/api/v1/faults', () => ({ status: 200, body: theLab.clearFaults() }));
 
-  app.get('/api/v1/delivery', guard(() => ({ status: 200, body: { mode: theLab.deliveryMode } })));
-  app.put<DeliveryBodyT>('/api/v1/delivery', guard((req) => ({ status: 200, body: theLab.setDeliveryMode(req.body.mode) })), { body: DeliveryBody });
+  app.get('/api/v1/delivery', () => ({ status: 200, body: { mode: theLab.deliveryMode } }));
+  app.put<DeliveryBodyT>('/api/v1/delivery', (req) => ({ status: 200, body: theLab.setDeliveryMode(req.body.mode) }), { body: DeliveryBody });
 
   const keyParam = (req: HttpRequest<unknown>): string => {
     const key = req.params['key'] ?? '';
-    if (key.length === 0 || key.length > kvKeyCharsMax) throw new HttpError(400, `key: must be 1 to ${kvKeyCharsMax} characters`);
+    if (key.length === 0 || charCount(key) > kvKeyCharsMax) throw new HttpError(400, `key: must be 1 to ${kvKeyCharsMax} characters`);
+    // URL clients resolve these as path steps (GET /api/v1/kv/.. becomes GET /api/v1/): a key
+    // nobody could read back through an ordinary client is not accepted.
+    if (key === '.' || key === '..') throw new HttpError(400, `key: ${shown(key)} is not a valid key (URLs resolve it as a path step)`);
     return key;
   };
-  app.get('/api/v1/kv', guard(() => ({ status: 200, body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy } })));
-  app.put<KvWriteBodyT>('/api/v1/kv/:key', guard((req) => answer(theLab.kvWrite(keyParam(req), req.body.value, req.body.writer, req.body.version))), { body: KvWriteBody });
-  app.get('/api/v1/kv/:key', guard((req) => {
+  app.get('/api/v1/kv', () => ({ status: 200, body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy } }));
+  app.put<KvWriteBodyT>('/api/v1/kv/:key', (req) => answer(theLab.kvWrite(keyParam(req), req.body.value, req.body.writer, req.body.version)), { body: KvWriteBody });
+  app.get('/api/v1/kv/:key', (req) => {
     const reader = req.query.get('reader');
-    if (reader !== null && !processIdRe.test(reader)) throw new HttpError(400, `reader: ${JSON.stringify(reader)} is not a valid process id`);
+    const problem = reader === null ? undefined : processIdProblem('reader', reader);
+    if (problem) throw new HttpError(400, problem);
     return answer(theLab.kvRead(keyParam(req), reader ?? undefined));
-  }));
+  });
 
-  app.get('/api/v1/scenarios', guard(() => ({ status: 200, body: { scenarios: scenarioList() } })));
-  app.post<undefined>('/api/v1/scenarios/:name/run', guard((req) => {
-    const name = req.params['name'] ?? '';
+  app.get('/api/v1/scenarios', () => ({ status: 200, body: { scenarios: scenarioList() } }));
+  app.post<undefined>('/api/v1/scenarios/:name/run', (req) => {
+    const name = nameParam(req, 'name', 'scenario name', scenarioNameCharsMax);
     if (!hasScenario(name)) throw new HttpError(404, `scenario ${name} not found; known: ${scenarioList().map((s) => s.name).join(', ')}`);
     const report = runScenario(theLab, name, emit);
     return { status: 200, body: report };
-  }));
+  });
 
-  app.get('/api/v1/simulation/state', guard(() => ({ status: 200, body: theLab.state() })));
-  app.post<undefined>('/api/v1/simulation/reset', guard(() => ({ status: 200, body: theLab.reset(true) })));
+  app.get('/api/v1/simulation/state', () => ({ status: 200, body: theLab.state() }));
+  app.post<undefined>('/api/v1/simulation/reset', () => ({ status: 200, body: theLab.reset(true) }));
 
   // ---- /ws: origin check (403), auth (401), history replay, fan-out, ping/pong
   const hub = new WsHub<Record<string, never>>();
@@ -239,6 +282,7 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
       }
       const problem = authProblem(settings.apiTokens, info.headers['authorization'], info.query.get('token'));
       if (problem) return { reject: { status: 401, error: problem } };
+      if (hub.size >= settings.wsClientsMax) return { reject: { status: 503, error: `${settings.wsClientsMax} WebSocket clients are connected, the maximum (VC_WS_CLIENTS_MAX)` } };
       return { data: {} };
     },
     open: (client: WsClient<Record<string, never>>) => {
@@ -278,7 +322,15 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   const proxyPort = opts.proxyPort === undefined ? settings.proxyPort : opts.proxyPort;
   if (proxyPort !== false) {
     try {
-      proxy = await startProxy({ port: proxyPort, host, target: { host: '127.0.0.1', port }, logger });
+      proxy = await startProxy({
+        port: proxyPort, host, target: { host: '127.0.0.1', port }, logger,
+        clientQueueBytes: settings.wsClientQueueBytes,
+        pingIntervalMs: settings.wsPingIntervalMs,
+        pongDeadlineMs: settings.wsPongDeadlineMs,
+        onDropped: (n) => metrics.proxyWsDropped.inc(n),
+        onClients: (d) => metrics.proxyWsClients.inc(d),
+        onPongTimeout: () => metrics.wsTimeouts.inc(),
+      });
     } catch (err) {
       clearInterval(driver);
       clearInterval(pinger);

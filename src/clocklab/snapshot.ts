@@ -6,6 +6,7 @@
  * compaction snapshot.
  */
 import { invariant } from '../util/assert.js';
+import { snapshotRecordedMessagesMax } from './limits.js';
 
 /** A message as the snapshot keeps it: in a channel's state or in a process's hold-back queue. */
 export interface RecordedMessage {
@@ -69,12 +70,18 @@ export class GlobalSnapshot {
   /** Channel from participant i to participant j at i * n + j (undefined on the diagonal). */
   private readonly channels: Array<ChannelRecord | undefined>;
   private readonly index: ReadonlyMap<string, number>;
-  private readonly channelCount: number;
+  /** n(n−1): every ordered pair of participants. */
+  readonly channelCount: number;
   private openChannels: number;
   /** Participants killed before the snapshot completed. */
   readonly killed: string[] = [];
-  /** Receipts from processes that joined after the snapshot began, taken before the receiver recorded. */
+  /** Receipts from processes that joined after the snapshot began, taken before the receiver recorded (the first few; the rest counted). */
   readonly outsiderReceipts: string[] = [];
+  private outsiderReceiptsMore = 0;
+  /** Why the snapshot can never complete, besides killed participants (a lost marker, the recording cap). */
+  readonly abandoned: string[] = [];
+  /** In-transit messages recorded on all channels together (held to snapshotRecordedMessagesMax). */
+  private recorded = 0;
   completedAtMs: number | undefined;
 
   constructor(
@@ -103,7 +110,24 @@ export class GlobalSnapshot {
 
   get status(): SnapshotStatus {
     if (this.completedAtMs !== undefined) return 'complete';
-    return this.killed.length > 0 ? 'incomplete' : 'running';
+    return this.killed.length > 0 || this.abandoned.length > 0 ? 'incomplete' : 'running';
+  }
+
+  /**
+   * The marker on from→to was lost (a partition): that channel's state can never be recorded, so
+   * the snapshot can never complete. It stops recording at once (an open channel would otherwise
+   * record every later message on it, without end). Returns false when it changed nothing.
+   */
+  onMarkerLost(from: string, to: string, reason: string): boolean {
+    const ch = this.channel(from, to);
+    if (!ch || ch.phase === 'closed' || this.status !== 'running') return false;
+    this.abandon(`the marker on ${from}→${to} was lost (${reason}); that channel's state can never be recorded, so the snapshot can never complete`);
+    return true;
+  }
+
+  /** Gives up: the snapshot is incomplete for good and records nothing more. */
+  private abandon(reason: string): void {
+    if (this.abandoned.length === 0) this.abandoned.push(reason);
   }
 
   isParticipant(p: string): boolean {
@@ -161,14 +185,23 @@ export class GlobalSnapshot {
 
   /** An application message taken off channel from→to. */
   onArrival(msg: RecordedMessage): void {
+    if (this.status === 'incomplete') return;
     const ch = this.channel(msg.from, msg.to);
     if (!ch) {
       if (this.index.has(msg.to) && !this.index.has(msg.from) && !this.processes.has(msg.to) && this.completedAtMs === undefined) {
-        this.outsiderReceipts.push(`${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, before recording its state: a receive whose send is outside the cut`);
+        if (this.outsiderReceipts.length < reasonsShownMax) this.outsiderReceipts.push(`${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, before recording its state: a receive whose send is outside the cut`);
+        else this.outsiderReceiptsMore++;
       }
       return;
     }
-    if (ch.phase === 'recording') ch.messages.push(msg);
+    if (ch.phase === 'recording') {
+      if (this.recorded >= snapshotRecordedMessagesMax) {
+        this.abandon(`more than ${snapshotRecordedMessagesMax} messages arrived in transit before the markers closed the channels, the recording maximum`);
+        return;
+      }
+      this.recorded++;
+      ch.messages.push(msg);
+    }
     else if (ch.phase === 'closed' && ch.stragglers.delete(msg.id)) ch.late.push(msg.id);
   }
 
@@ -208,11 +241,12 @@ export class GlobalSnapshot {
   verify(): VerifyReport {
     const reasons: string[] = [];
     const status = this.status;
+    reasons.push(...this.abandoned);
     if (this.killed.length > 0) {
       for (const p of this.killed) {
         reasons.push(`process ${p} was killed after the snapshot began; the markers to and from it were never delivered, so the snapshot can never complete`);
       }
-    } else if (status === 'running') {
+    } else if (status === 'running' && this.abandoned.length === 0) {
       const open = this.channelList().filter((c) => c.phase !== 'closed').map((c) => `${c.from}→${c.to}`);
       const waiting = this.participants.filter((p) => !this.processes.has(p));
       const parts: string[] = [];
@@ -238,6 +272,7 @@ export class GlobalSnapshot {
       }
     }
     reasons.push(...this.outsiderReceipts);
+    if (this.outsiderReceiptsMore > 0) reasons.push(`... and ${this.outsiderReceiptsMore} more receipts from processes that joined after the snapshot began`);
     const shown = reasons.length > reasonsShownMax ? [...reasons.slice(0, reasonsShownMax), `... and ${reasons.length - reasonsShownMax} more`] : reasons;
     return {
       id: this.id,
@@ -257,7 +292,7 @@ export class GlobalSnapshot {
   }
 
   private checkComplete(nowMs: number): void {
-    if (this.completedAtMs !== undefined || this.killed.length > 0) return;
+    if (this.completedAtMs !== undefined || this.killed.length > 0 || this.abandoned.length > 0) return;
     if (this.openChannels === 0 && this.processes.size === this.participants.length) this.completedAtMs = nowMs;
   }
 }

@@ -18,8 +18,14 @@
  * due (destinations in fabric slot order), then ticks every due running core in node order. After
  * every input a core is drained at once: its messages are submitted at the current virtual time,
  * its replies recorded, its events collected.
+ *
+ * Durable state (core.ts, etcd raft's Ready): with `durableFold`, each node's drained durable
+ * records are folded as they come, before that step's messages go out, and crash() keeps that fold
+ * (what storage outside the node would hold) instead of asking the dying core. The fold must equal
+ * the core's persistentState() at every crash: a record the core forgot to emit fails the run there.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { pack, unpack } from 'msgpackr';
 import {
   defaultTimings,
@@ -33,6 +39,7 @@ import {
   type CoreFactory,
   type CoreOutput,
   type CoreTimings,
+  type DurableFold,
   type NodeCore,
   type NodeId,
 } from '../replication/core.js';
@@ -63,6 +70,16 @@ export interface DetClusterOptions {
   regions?: Record<NodeId, number>;
   /** Trace lines kept in `trace` (default traceLinesMax); 0 keeps only the hash (long fuzz runs). */
   traceLinesMax?: number;
+  /**
+   * The strategy's fold of durable records: crash() then keeps the fold (checked equal to
+   * persistentState()); without it crash() keeps persistentState() itself.
+   */
+  durableFold?: DurableFold;
+  /**
+   * Called with every event as it is drained (before the eventsMax cap), inside a step: it may
+   * record, never drive the cluster (queue the reaction and act between steps).
+   */
+  onEvent?: (e: CoreEvent & { at: number }) => void;
 }
 
 export type DetNodeState = 'online' | 'paused' | 'offline';
@@ -71,8 +88,10 @@ interface NodeEntry {
   id: NodeId;
   core: NodeCore | undefined;
   paused: boolean;
-  /** What the last incarnation's persistentState() returned when it crashed. */
+  /** What a restart is built from: the durable fold at the crash, or persistentState() without one. */
   persisted: unknown;
+  /** The fold of every durable record this node drained, across incarnations (storage). */
+  durable: unknown;
 }
 
 export class DetCluster {
@@ -113,7 +132,7 @@ export class DetCluster {
     // Fork every core's rng before building any core, in node order, so construction order cannot matter.
     const rngs = this.order.map(() => this.rng.fork());
     for (const [i, id] of this.order.entries()) {
-      const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined };
+      const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined, durable: undefined };
       this.nodes.set(id, entry);
       entry.core = this.build(id, rngs[i] as Rng, undefined);
     }
@@ -252,11 +271,24 @@ export class DetCluster {
     this.line(`${this.clock} resume ${id}`);
   }
 
-  /** Drops the core, keeping persistentState(); messages reaching it while down are lost and counted. */
+  /**
+   * Drops the core, keeping its durable state (the fold of its records, or persistentState());
+   * messages reaching it while down are lost and counted.
+   */
   crash(id: NodeId): void {
     const e = this.nodes.get(id);
     if (!e?.core) return;
-    e.persisted = e.core.persistentState?.();
+    const fold = this.opts.durableFold;
+    if (fold) {
+      const expected = e.core.persistentState?.();
+      invariant(
+        isDeepStrictEqual(e.durable, expected),
+        () => `${id}: the fold of its durable records differs from persistentState() at the crash (a record is missing)`,
+      );
+      e.persisted = e.durable;
+    } else {
+      e.persisted = e.core.persistentState?.();
+    }
     e.core = undefined;
     e.paused = false;
     // Deliverable, so what arrives is handed over and lost rather than held for a later incarnation.
@@ -282,7 +314,7 @@ export class DetCluster {
     this.line(`${this.clock} add ${id}`);
     this.order.push(id);
     this.fabric.addNode(id);
-    const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined };
+    const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined, durable: undefined };
     this.nodes.set(id, entry);
     entry.core = this.build(id, this.rng.fork(), undefined);
     this.flush(entry);
@@ -343,12 +375,28 @@ export class DetCluster {
     }
   }
 
-  /** Drains one core: messages into the fabric now, replies recorded, events collected. */
+  /** The durable fold of a node (what its storage holds), for tests; undefined without durableFold. */
+  durableState(id: NodeId): unknown {
+    return this.nodes.get(id)?.durable;
+  }
+
+  /**
+   * Drains one core: durable records folded first (storage), then messages into the fabric now,
+   * replies recorded, events collected.
+   */
   private flush(e: NodeEntry, cause?: 'tick'): void {
     const core = e.core;
     if (!core) return;
     const out = this.out;
     core.drain(out);
+    const durable = out.durable;
+    if (durable && durable.length > 0) {
+      const fold = this.opts.durableFold;
+      if (fold) {
+        for (const r of durable) e.durable = fold.fold(e.durable, this.opts.encode ? unpack(pack(r)) : r);
+      }
+      durable.length = 0;
+    }
     if (cause === 'tick' && out.messages.length + out.replies.length + out.events.length > 0) {
       this.line(`${this.clock} tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} events=${out.events.length}`);
     }
@@ -357,6 +405,7 @@ export class DetCluster {
     }
     for (const r of out.replies) this.record(e.id, r);
     for (const ev of out.events) {
+      this.opts.onEvent?.({ ...ev, node_id: ev.node_id ?? e.id, at: this.clock });
       if (this.events.length >= eventsMax) {
         this.eventsDropped++;
         continue;

@@ -3,9 +3,11 @@
  * Stops cleanly on SIGINT/SIGTERM. Everything else is in server.ts.
  */
 import { createLogger } from '../util/logger.js';
+import { installProcessSafetyNet } from '../util/process-safety.js';
 import { startFlags } from './server.js';
 
 const logger = createLogger('flags');
+installProcessSafetyNet(logger); // a stray rejection or throw is logged and counted, never fatal
 const server = await startFlags({ logger });
 // One JSON line on stdout, like the other services' mains (scripts and benchmarks read the port from it).
 console.log(JSON.stringify({ service: 'flags', port: server.port, url: `http://localhost:${server.port}` }));

@@ -5,14 +5,16 @@
  * same file works. Configuration comes from `env` (FLAGS_PORT, FLAGS_DB, DATABASE_URL, FLAGS_JWT_SECRET,
  * FLAGS_ADMIN_EMAIL, FLAGS_ADMIN_PASSWORD and the limits below); nothing is read from process.env here.
  */
+import { readFileSync } from 'node:fs';
 import { HttpApp, healthRoutes } from '../http/index.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { registerAuthRoutes } from './api/auth-routes.js';
 import type { FlagsContext } from './api/context.js';
 import { registerManagementRoutes } from './api/management-routes.js';
 import { createMetrics } from './api/metrics.js';
-import { registerSdkRoutes, sseClientBufferBytesDefault } from './api/sdk-routes.js';
-import { defaultLoginRateLimit, type RateLimitConfig } from './auth/rate-limit.js';
+import { registerSdkRoutes } from './api/sdk-routes.js';
+import { sseClientBufferBytesDefault } from './limits.js';
+import { defaultAccountRateLimit, defaultLoginRateLimit, type RateLimitConfig } from './auth/rate-limit.js';
 import { AuthService } from './auth/service.js';
 import { ChangeFeed } from './store/feed.js';
 import { openStoreFromEnv } from './store/index.js';
@@ -48,15 +50,19 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min 
 
 /**
  * Limits from the environment:
- * FLAGS_LOGIN_ATTEMPTS_PER_MINUTE (10), FLAGS_SSE_HEARTBEAT_MS (15000), FLAGS_SSE_CLIENTS_MAX (20000),
+ * FLAGS_LOGIN_ATTEMPTS_PER_MINUTE (10 per address), FLAGS_LOGIN_ATTEMPTS_PER_ACCOUNT (20 per minute),
+ * FLAGS_SSE_HEARTBEAT_MS (15000), FLAGS_SSE_DRAIN_TIMEOUT_MS (10000), FLAGS_SSE_CLIENTS_MAX (20000),
  * FLAGS_SSE_REPLAY_LOG_MAX (4096 changes), FLAGS_SSE_REPLAY_LOG_BYTES (32 MiB), FLAGS_SSE_CLIENT_BUFFER_BYTES (524288),
  * FLAGS_AUDIT_MAX_PER_PROJECT (100000).
  */
-function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; stream: StreamLimits; sseBufferBytes: number; auditMax: number } {
+function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; account: RateLimitConfig; stream: StreamLimits; sseBufferBytes: number; auditMax: number } {
   return {
-    login: { ...defaultLoginRateLimit, attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_MINUTE', defaultLoginRateLimit.attemptsMax, 1), windowMs: 60_000 },
+    login: { ...defaultLoginRateLimit, attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_MINUTE', defaultLoginRateLimit.attemptsMax, 1) },
+    account: { ...defaultAccountRateLimit, attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_ACCOUNT', defaultAccountRateLimit.attemptsMax, 1) },
     stream: {
       heartbeatMs: intFromEnv(env, 'FLAGS_SSE_HEARTBEAT_MS', defaultStreamLimits.heartbeatMs),
+      drainTimeoutMs: intFromEnv(env, 'FLAGS_SSE_DRAIN_TIMEOUT_MS', defaultStreamLimits.drainTimeoutMs, 1),
+      replayBytesMax: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, 1024),
       clientsMax: intFromEnv(env, 'FLAGS_SSE_CLIENTS_MAX', defaultStreamLimits.clientsMax, 1),
       replayLogEntriesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_MAX', defaultStreamLimits.replayLogEntriesMax, 1),
       replayLogBytesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_BYTES', defaultStreamLimits.replayLogBytesMax, 1024),
@@ -64,6 +70,27 @@ function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; stream
     sseBufferBytes: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, 1024),
     auditMax: intFromEnv(env, 'FLAGS_AUDIT_MAX_PER_PROJECT', 100_000, 1),
   };
+}
+
+/**
+ * The kernel's share of a stalled stream client is outside the process's reach (uWebSockets.js
+ * exposes no socket options): only `net.ipv4.tcp_notsent_lowat` bounds it, to about that many
+ * bytes per socket instead of the send buffer's maximum (about 3.4 MiB measured with Linux
+ * defaults). Said once at start-up when it is not set that low; Linux only, silent elsewhere.
+ */
+export function warnIfKernelBuffersUnbounded(logger: Logger, sseBufferBytes: number): void {
+  let lowat: number;
+  try {
+    lowat = Number(readFileSync('/proc/sys/net/ipv4/tcp_notsent_lowat', 'utf8').trim());
+  } catch {
+    return;
+  }
+  if (Number.isFinite(lowat) && lowat > sseBufferBytes) {
+    logger.warn(
+      { tcpNotsentLowat: lowat, sseClientBufferBytes: sseBufferBytes },
+      `flags: the kernel may hold up to its send buffer (net.ipv4.tcp_wmem max) for each stream client that stops reading, until FLAGS_SSE_DRAIN_TIMEOUT_MS cuts it off; sysctl net.ipv4.tcp_notsent_lowat=${sseBufferBytes} bounds it to the slow-client limit`,
+    );
+  }
 }
 
 export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsServer> {
@@ -78,10 +105,12 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
   let hub: StreamHub | undefined;
   let app: HttpApp | undefined;
   try {
-    const auth = await AuthService.start({ store, env, logger, now, loginRateLimit: limits.login });
+    const auth = await AuthService.start({ store, env, logger, now, loginRateLimit: limits.login, accountRateLimit: limits.account });
     const from = await store.latestSeq();
     const replica = new Replica((p, e) => store.snapshot(p, e), from);
-    const theHub = new StreamHub(replica, limits.stream, () => store.latestSeq());
+    const theHub = new StreamHub(replica, limits.stream, () => store.latestSeq(), (what, err) => {
+      logger.error({ err }, `flags: ${what}: it cannot be serialised`);
+    });
     hub = theHub;
     let feedHealthy = true;
     const theFeed = new ChangeFeed(store, {
@@ -113,6 +142,7 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
     registerSdkRoutes(theApp, ctx, limits.sseBufferBytes);
     const bound = await theApp.listen(port, opts.host ?? '0.0.0.0');
     logger.info({ port: bound, store: store.kind }, 'flags: listening');
+    warnIfKernelBuffersUnbounded(logger, limits.sseBufferBytes);
 
     let closed = false;
     return {

@@ -2,8 +2,11 @@
  * The one uWebSockets.js adapter shared by every simlab service. Services register routes with
  * TypeBox schemas and plain handlers; this module owns everything uWS: routing with path
  * parameters, query parsing, body reading with a size cap (413 before buffering more), JSON parsing,
- * validation at the edge (400 naming the field and the rule), `{error}` bodies, aborted requests,
- * corked writes, CORS, streaming responses (SSE) and WebSockets. It holds no domain logic.
+ * validation at the edge (400 naming the field and the rule, JSON nesting and size limits before
+ * parsing), `{error}` bodies, aborted requests, corked writes, CORS, streaming responses (SSE) and
+ * WebSockets. No request can take the process down: a handler's throw or rejection, or a result
+ * that cannot be serialised, fails that one request with a 500, logged with its route and counted.
+ * It holds no domain logic.
  */
 import uWS from 'uWebSockets.js';
 import type { TSchema } from 'typebox';
@@ -11,6 +14,7 @@ import { Compile } from 'typebox/compile';
 import type { Logger } from '../util/logger.js';
 import { Router, type Method } from './router.js';
 import { formatValidationError } from './validation.js';
+import { jsonShapeProblem } from './json-limits.js';
 import { WsClient, type WsBehavior } from './ws.js';
 import { runStream, type StreamHandler } from './stream.js';
 import { startSpan, tracing, type SpanHandle } from '../tracing/tracing.js';
@@ -65,10 +69,14 @@ export interface RouteOptions {
    * a request without a valid token gets 401, not a 400 about its body.
    */
   before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
+  /** Overrides the app's handlerDeadlineMs for this route (e.g. a long scenario run). */
+  deadlineMs?: number;
 }
 
 interface RouteEntry {
   kind: 'json';
+  /** `METHOD /pattern` as registered (logs and metric labels: bounded, unlike paths). */
+  route: string;
   handler: Handler<unknown>;
   check: ((v: unknown) => boolean) | undefined;
   errors: ((v: unknown) => Iterable<unknown>) | undefined;
@@ -77,6 +85,7 @@ interface RouteEntry {
 
 export interface StreamEntry {
   kind: 'stream';
+  route: string;
   handler: StreamHandler;
   maxBufferedBytes: number;
 }
@@ -97,7 +106,23 @@ export interface HttpAppOptions {
   before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
   /** Called after every request with its status (metrics). Keep it cheap. */
   onResponse?: (method: string, status: number) => void;
+  /**
+   * Longest an async handler may take before the request is answered 503 `{error}` (counted as
+   * kind="timeout"; the handler's late result is dropped). Off when undefined.
+   */
+  handlerDeadlineMs?: number;
 }
+
+/**
+ * How a request failed inside the process (each a 500 for that request only): its handler (or a
+ * before hook, or a stream handler) threw or rejected, or its result could not be serialised or
+ * written (JSON.stringify's RangeError on deep values, TypeError on BigInt or cycles, a header
+ * value with CR/LF), or it missed the handler deadline (handlerDeadlineMs, a 503).
+ */
+export type HandlerErrorKind = 'threw' | 'unserializable' | 'timeout';
+
+/** Methods the adapter routes; uWS itself closes the connection on any method outside these plus TRACE and CONNECT. */
+export const routedMethods: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'];
 
 const statusText: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content', 301: '301 Moved Permanently',
@@ -112,7 +137,7 @@ export function statusLine(status: number): string {
   return statusText[status] ?? `${status} Status`;
 }
 
-const methods = new Set<Method>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']);
+const methods = new Set<Method>(routedMethods);
 const bodyMethods = new Set<Method>(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export class HttpApp {
@@ -123,6 +148,8 @@ export class HttpApp {
   private readonly bodyLimit: number;
   private readonly wsClients = new Set<WsClient<unknown>>();
   private readonly openStreams = new Set<() => void>();
+  /** Requests failed inside the process, by route and kind (http_handler_errors_total). */
+  private readonly handlerErrors = new Map<string, { route: string; kind: HandlerErrorKind; count: number }>();
 
   constructor(private readonly opts: HttpAppOptions) {
     this.bodyLimit = opts.bodyLimitBytes ?? bodyLimitBytesDefault;
@@ -133,6 +160,22 @@ export class HttpApp {
     return this.opts.logger;
   }
 
+  get name(): string {
+    return this.opts.name;
+  }
+
+  /** Requests that failed inside the process so far (a 500 each), by route and kind. */
+  handlerErrorCounts(): Array<{ route: string; kind: HandlerErrorKind; count: number }> {
+    return [...this.handlerErrors.values()];
+  }
+
+  private countHandlerError(route: string, kind: HandlerErrorKind): void {
+    const key = `${kind} ${route}`;
+    const e = this.handlerErrors.get(key);
+    if (e) e.count++;
+    else this.handlerErrors.set(key, { route, kind, count: 1 });
+  }
+
   route<B = unknown>(method: Method, pattern: string, handler: Handler<B>, opts: RouteOptions = {}): this {
     let check: RouteEntry['check'];
     let errors: RouteEntry['errors'];
@@ -141,7 +184,7 @@ export class HttpApp {
       check = (v) => compiled.Check(v);
       errors = (v) => compiled.Errors(v);
     }
-    this.router.add(method, pattern, { kind: 'json', handler: handler as Handler<unknown>, check, errors, opts });
+    this.router.add(method, pattern, { kind: 'json', route: `${method} ${pattern}`, handler: handler as Handler<unknown>, check, errors, opts });
     return this;
   }
 
@@ -163,13 +206,13 @@ export class HttpApp {
 
   /** A streaming (SSE) GET route. A client whose unsent bytes exceed maxBufferedBytes is disconnected. */
   stream(pattern: string, handler: StreamHandler, maxBufferedBytes = 256 * 1024): this {
-    this.router.add('GET', pattern, { kind: 'stream', handler, maxBufferedBytes });
+    this.router.add('GET', pattern, { kind: 'stream', route: `GET ${pattern}`, handler, maxBufferedBytes });
     return this;
   }
 
   /** Handles every request no route matched (a proxy); without it, such requests get 404/405. */
   fallback(handler: Handler<undefined>): this {
-    this.fallbackEntry = { kind: 'json', handler: handler as Handler<unknown>, check: undefined, errors: undefined, opts: { rawBody: true } };
+    this.fallbackEntry = { kind: 'json', route: 'fallback', handler: handler as Handler<unknown>, check: undefined, errors: undefined, opts: { rawBody: true } };
     return this;
   }
 
@@ -177,6 +220,22 @@ export class HttpApp {
   ws<D>(pattern: string, behavior: WsBehavior<D>): this {
     const maxQueueBytes = behavior.maxQueueBytes ?? 1024 * 1024;
     const clients = this.wsClients;
+    const route = `WS ${pattern}`;
+    /** A service callback that throws fails its own WebSocket event (logged, counted), never the process. */
+    const guard = (what: string, fn: () => void): void => {
+      try {
+        fn();
+      } catch (err) {
+        this.countHandlerError(route, 'threw');
+        this.opts.logger.error({ err, route }, `${this.opts.name}: WebSocket ${what} handler failed`);
+      }
+    };
+    const failed = (err: unknown): { reject: { status: number; error: string } } => {
+      if (err instanceof HttpError) return { reject: { status: err.status, error: err.message } };
+      this.countHandlerError(route, 'threw');
+      this.opts.logger.error({ err, route }, `${this.opts.name}: WebSocket upgrade handler failed`);
+      return { reject: { status: 500, error: 'internal server error' } };
+    };
     this.uws.ws<{ client?: WsClient<D>; data: D }>(pattern, {
       compression: uWS.DISABLED,
       maxPayloadLength: behavior.maxPayloadBytes ?? 64 * 1024,
@@ -204,14 +263,25 @@ export class HttpApp {
         const extensions = headers['sec-websocket-extensions'] ?? '';
         const finish = (decision: { reject?: { status: number; error: string }; data?: D }): void => {
           if (aborted) return;
-          res.cork(() => {
-            if (decision.reject) {
-              res.writeStatus(statusLine(decision.reject.status)).writeHeader('content-type', 'application/json')
-                .end(JSON.stringify({ error: decision.reject.error }));
-              return;
+          try {
+            res.cork(() => {
+              if (decision.reject) {
+                res.writeStatus(statusLine(decision.reject.status)).writeHeader('content-type', 'application/json')
+                  .end(JSON.stringify({ error: String(decision.reject.error) }));
+                return;
+              }
+              res.upgrade({ data: decision.data as D }, key, protocol, extensions, context);
+            });
+          } catch (err) {
+            // A decision that is not one (undefined, a bad status): this upgrade fails, nothing else.
+            failed(err);
+            aborted = true;
+            try {
+              res.close();
+            } catch {
+              // already answered or gone
             }
-            res.upgrade({ data: decision.data as D }, key, protocol, extensions, context);
-          });
+          }
         };
         if (!behavior.upgrade) {
           finish({ data: undefined as D });
@@ -219,10 +289,10 @@ export class HttpApp {
         }
         try {
           const d = behavior.upgrade(info);
-          if (d instanceof Promise) d.then(finish, (err: unknown) => finish({ reject: { status: 500, error: String(err) } }));
+          if (d instanceof Promise) d.then(finish, (err: unknown) => finish(failed(err)));
           else finish(d);
         } catch (err) {
-          finish({ reject: { status: err instanceof HttpError ? err.status : 500, error: err instanceof Error ? err.message : String(err) } });
+          finish(failed(err));
         }
       },
       open: (ws) => {
@@ -230,38 +300,51 @@ export class HttpApp {
         const client = new WsClient<D>(ws as unknown as uWS.WebSocket<unknown>, ud.data, maxQueueBytes);
         ud.client = client;
         clients.add(client as WsClient<unknown>);
-        behavior.open?.(client);
+        if (behavior.open) guard('open', () => behavior.open?.(client));
       },
       message: (ws, message, isBinary) => {
         const client = ws.getUserData().client;
         if (!client || !behavior.message) return;
         const payload = isBinary ? Buffer.from(message.slice(0)) : Buffer.from(message).toString('utf8');
-        behavior.message(client, payload, isBinary);
+        guard('message', () => behavior.message?.(client, payload, isBinary));
       },
       pong: (ws) => {
         const client = ws.getUserData().client;
         if (client) {
           client.lastPongAt = Date.now();
-          behavior.pong?.(client);
+          if (behavior.pong) guard('pong', () => behavior.pong?.(client));
         }
       },
       drain: (ws) => {
         const client = ws.getUserData().client;
-        if (client) behavior.drain?.(client);
+        if (client && behavior.drain) guard('drain', () => behavior.drain?.(client));
       },
       close: (ws, code) => {
         const client = ws.getUserData().client;
         if (!client) return;
         client.markClosed();
         clients.delete(client as WsClient<unknown>);
-        behavior.close?.(client, code);
+        if (behavior.close) guard('close', () => behavior.close?.(client, code));
       },
     });
     return this;
   }
 
   async listen(port: number, host = '0.0.0.0'): Promise<number> {
-    this.uws.any('/*', (res, req) => this.dispatch(res, req));
+    this.uws.any('/*', (res, req) => {
+      try {
+        this.dispatch(res, req);
+      } catch (err) {
+        // A bug in the adapter itself: fail this request, never the process.
+        this.countHandlerError('dispatch', 'threw');
+        this.opts.logger.error({ err }, `${this.opts.name}: dispatching a request failed`);
+        try {
+          res.cork(() => res.writeStatus(statusLine(500)).writeHeader('content-type', 'application/json').end(internalError, true));
+        } catch {
+          // already answered or aborted: nothing left to do
+        }
+      }
+    });
     return new Promise((resolve, reject) => {
       this.uws.listen(host, port, (sock) => {
         if (!sock) {
@@ -310,7 +393,10 @@ export class HttpApp {
     const cors = this.corsHeaders(state.header('origin'));
 
     if (!methods.has(rawMethod)) {
-      this.send(res, state, { status: 405, body: { error: `method ${rawMethod} not allowed` } }, cors, rawMethod);
+      // TRACE and CONNECT (the only other methods uWS passes on): 405 with what the path allows.
+      const known = this.router.match('GET', path).methods;
+      const allow = known ? this.allowHeader(known) : routedMethods.join(', ');
+      this.send(res, state, { status: 405, body: { error: `method ${rawMethod} not allowed; allowed: ${allow}` }, headers: { allow } }, cors, rawMethod);
       return;
     }
     const method = rawMethod;
@@ -334,13 +420,15 @@ export class HttpApp {
     if (!entry) {
       if (this.fallbackEntry) entry = this.fallbackEntry;
       else if (m.methods) {
-        this.send(res, state, { status: 405, body: { error: `method ${method} not allowed on ${path}`, }, headers: { allow: [...m.methods.keys()].join(', ') } }, cors, method);
+        const allow = this.allowHeader(m.methods);
+        this.send(res, state, { status: 405, body: { error: `method ${method} not allowed on ${path}; allowed: ${allow}` }, headers: { allow } }, cors, method);
         return;
       } else {
         this.send(res, state, { status: 404, body: { error: `no route for ${method} ${path}` } }, cors, method);
         return;
       }
     }
+    state.route = entry.route;
     // A root span per request, only when tracing is on (otherwise this is one property test).
     if (tracing.on) state.span = startSpan(`${method} ${path}`, undefined, { 'http.method': method, 'http.target': path });
     state.params = m.params;
@@ -385,8 +473,7 @@ export class HttpApp {
     let chunks: Buffer[] | undefined;
     let size = 0;
     let refused = false;
-    res.onData((chunk, isLast) => {
-      if (refused) return;
+    const onChunk = (chunk: ArrayBuffer, isLast: boolean): void => {
       size += chunk.byteLength;
       if (size > this.bodyLimit) {
         refused = true;
@@ -405,6 +492,16 @@ export class HttpApp {
         request.rawBody = chunks === undefined ? emptyBody : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
         this.runHandler(res, state, route, cors);
       }
+    };
+    res.onData((chunk, isLast) => {
+      if (refused) return;
+      try {
+        onChunk(chunk, isLast);
+      } catch (err) {
+        // Thrown inside a uWS callback it would reach the process and leave this request unanswered.
+        refused = true;
+        this.send(res, state, this.errorResult(err, request), cors, method);
+      }
     });
   }
 
@@ -417,6 +514,13 @@ export class HttpApp {
           return;
         }
       } else {
+        // Nesting and size first, on the raw bytes: JSON.parse itself copes with any depth, but
+        // validation, handlers, stores and JSON.stringify recurse.
+        const shape = jsonShapeProblem(request.rawBody);
+        if (shape !== undefined) {
+          this.send(res, state, { status: 400, body: { error: shape } }, cors, request.method);
+          return;
+        }
         let parsed: unknown;
         try {
           parsed = JSON.parse(request.rawBody.toString('utf8'));
@@ -424,8 +528,18 @@ export class HttpApp {
           this.send(res, state, { status: 400, body: { error: `malformed JSON: ${(err as Error).message}` } }, cors, request.method);
           return;
         }
-        if (route.check && !route.check(parsed)) {
-          const message = formatValidationError(route.errors ? route.errors(parsed) : []);
+        let valid = true;
+        let message = '';
+        try {
+          if (route.check && !route.check(parsed)) {
+            valid = false;
+            message = formatValidationError(route.errors ? route.errors(parsed) : []);
+          }
+        } catch (err) {
+          this.send(res, state, this.errorResult(err, request), cors, request.method);
+          return;
+        }
+        if (!valid) {
           this.send(res, state, { status: 400, body: { error: message } }, cors, request.method);
           return;
         }
@@ -440,65 +554,157 @@ export class HttpApp {
       return;
     }
     if (result instanceof Promise) {
+      const deadlineMs = route.opts.deadlineMs ?? this.opts.handlerDeadlineMs;
+      const timer = deadlineMs === undefined ? undefined : setTimeout(() => {
+        if (state.done || state.aborted) return;
+        this.countHandlerError(route.route, 'timeout');
+        this.opts.logger.error({ method: request.method, route: route.route, path: request.path, deadlineMs }, `${this.opts.name}: handler missed its deadline; answered 503`);
+        this.send(res, state, { status: 503, body: { error: `no answer within ${deadlineMs} ms (the handler deadline); the operation may still complete` } }, cors, request.method);
+      }, deadlineMs);
       result.then(
-        (r) => this.send(res, state, r, cors, request.method),
-        (err: unknown) => this.send(res, state, this.errorResult(err, request), cors, request.method),
+        (r) => {
+          clearTimeout(timer);
+          this.send(res, state, r, cors, request.method);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          this.send(res, state, this.errorResult(err, request), cors, request.method);
+        },
       );
     } else {
       this.send(res, state, result, cors, request.method);
     }
   }
 
+  /** The Allow header of a path: its methods, HEAD with GET, OPTIONS when CORS answers preflights. */
+  private allowHeader(known: ReadonlyMap<Method, unknown>): string {
+    const allow: string[] = [...known.keys()];
+    if (known.has('GET') && !known.has('HEAD')) allow.push('HEAD');
+    if (this.opts.cors && !known.has('OPTIONS')) allow.push('OPTIONS');
+    return allow.join(', ');
+  }
+
+  /**
+   * The answer to a handler's throw or rejection: an HttpError's own status, else a 500 for this
+   * request only, logged with the method and route pattern and counted (http_handler_errors_total).
+   */
   private errorResult(err: unknown, request: HttpRequest<unknown>): HttpResult {
     if (err instanceof HttpError) {
       const r: HttpResult = { status: err.status, body: { error: err.message } };
       if (err.headers) r.headers = err.headers;
       return r;
     }
-    this.opts.logger.error({ err, method: request.method, path: request.path }, 'handler failed');
+    const route = request instanceof InFlight && request.route !== '' ? request.route : `${request.method} (no route)`;
+    this.countHandlerError(route, 'threw');
+    this.opts.logger.error({ err, method: request.method, route, path: request.path }, `${this.opts.name}: handler failed`);
     return { status: 500, body: { error: 'internal server error' } };
   }
 
+  /**
+   * Writes one answer. Never throws: a result that cannot be serialised or written (a value too
+   * deep for JSON.stringify, a BigInt, a cycle, a header value with CR/LF, no result at all) is
+   * replaced by a 500 `{error}` for this request, logged with its route and counted.
+   */
   private send(res: uWS.HttpResponse, state: InFlight, r: HttpResult, cors: Record<string, string> | undefined, method: string, close = false): void {
     if (state.aborted || state.done) return;
     state.done = true;
+    let out: Serialized;
+    try {
+      out = serialize(r);
+    } catch (err) {
+      const route = state.route !== '' ? state.route : `${state.method} (no route)`;
+      this.countHandlerError(route, 'unserializable');
+      this.opts.logger.error({ err, method: state.method, route, path: state.path }, `${this.opts.name}: the result could not be serialised; answered 500`);
+      out = unserializableAnswer;
+    }
     if (state.span) {
-      state.span.setAttribute('http.status_code', r.status);
+      state.span.setAttribute('http.status_code', out.status);
       state.span.end();
     }
-    this.opts.onResponse?.(method, r.status);
-    res.cork(() => {
-      res.writeStatus(statusLine(r.status));
-      if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
-      let hasType = false;
-      if (r.headers) {
-        for (const k in r.headers) {
-          if (k === 'content-type') hasType = true;
-          res.writeHeader(k, r.headers[k] as string);
+    try {
+      this.opts.onResponse?.(method, out.status);
+    } catch (err) {
+      this.opts.logger.error({ err }, `${this.opts.name}: onResponse hook failed`);
+    }
+    try {
+      res.cork(() => {
+        res.writeStatus(statusLine(out.status));
+        if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
+        for (let i = 0; i < out.headers.length; i += 2) res.writeHeader(out.headers[i] as string, out.headers[i + 1] as string);
+        if (out.status === 204 || out.status === 304) {
+          res.end('', close);
+          return;
         }
+        if (!out.hasType) res.writeHeader('content-type', out.raw ? 'application/octet-stream' : 'application/json');
+        if (method === 'HEAD') {
+          // HEAD: the headers GET would send, no body (a body would corrupt the next answer on the connection).
+          // uWS cannot keep a connection alive after a body-less answer with a length; close it cleanly.
+          res.endWithoutBody(Buffer.byteLength(out.payload), true);
+          return;
+        }
+        res.end(out.payload, close);
+      });
+    } catch (err) {
+      // uWS refused a write (it should not, after serialize): drop the connection, keep the process.
+      this.countHandlerError(state.route !== '' ? state.route : `${state.method} (no route)`, 'unserializable');
+      this.opts.logger.error({ err, method: state.method, route: state.route, path: state.path }, `${this.opts.name}: writing the answer failed; connection closed`);
+      try {
+        res.close();
+      } catch {
+        // already gone
       }
-      if (r.status === 204 || r.status === 304) {
-        res.end('', close);
-        return;
-      }
-      if (method === 'HEAD') {
-        // HEAD: the headers GET would send, no body (a body would corrupt the next answer on the connection).
-        const length = r.raw !== undefined ? Buffer.byteLength(r.raw) : r.body === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.body));
-        if (!hasType) res.writeHeader('content-type', r.raw !== undefined ? 'application/octet-stream' : 'application/json');
-        // uWS cannot keep a connection alive after a body-less answer with a length; close it cleanly.
-        res.endWithoutBody(length, true);
-        return;
-      }
-      if (r.raw !== undefined) {
-        if (!hasType) res.writeHeader('content-type', 'application/octet-stream');
-        res.end(r.raw, close);
-        return;
-      }
-      if (!hasType) res.writeHeader('content-type', 'application/json');
-      res.end(r.body === undefined ? '' : JSON.stringify(r.body), close);
-    });
+    }
   }
+}
 
+/** An answer checked and serialised before anything is written, so a bad one fails before the status line. */
+interface Serialized {
+  status: number;
+  /** Flat [name, value, ...]: every value a string without CR, LF or NUL. */
+  headers: string[];
+  hasType: boolean;
+  /** The body is `raw` (octet-stream by default), not JSON. */
+  raw: boolean;
+  payload: string | Buffer;
+}
+
+const internalError = JSON.stringify({ error: 'internal server error' });
+const unserializableAnswer: Serialized = {
+  status: 500,
+  headers: [],
+  hasType: false,
+  raw: false,
+  payload: JSON.stringify({ error: 'internal server error: the result could not be serialised' }),
+};
+const headerValueForbidden = /[\r\n\0]/;
+/** Shared by every answer without headers of its own (never written to). */
+const noHeaderList: string[] = [];
+
+/** Checks and serialises a handler's result; throws (TypeError, RangeError) when it cannot be sent. */
+function serialize(r: HttpResult): Serialized {
+  if (r === null || typeof r !== 'object') throw new TypeError(`handler returned ${r === null ? 'null' : typeof r}, not a result`);
+  const status = r.status;
+  if (!Number.isInteger(status) || status < 100 || status > 599) throw new TypeError(`handler returned status ${String(status)}`);
+  const headers: string[] = r.headers ? [] : noHeaderList;
+  let hasType = false;
+  if (r.headers) {
+    for (const k in r.headers) {
+      const v: unknown = r.headers[k];
+      if (v === undefined) continue;
+      if (typeof v !== 'string') throw new TypeError(`header ${k} is a ${typeof v}, not a string`);
+      if (headerValueForbidden.test(v) || headerValueForbidden.test(k)) throw new TypeError(`header ${k} contains CR, LF or NUL`);
+      if (k === 'content-type') hasType = true;
+      headers.push(k, v);
+    }
+  }
+  if (r.raw !== undefined) {
+    if (typeof r.raw !== 'string' && !(r.raw instanceof Uint8Array)) throw new TypeError('raw body is neither a string nor bytes');
+    return { status, headers, hasType, raw: true, payload: r.raw };
+  }
+  // JSON.stringify throws RangeError on values nested beyond the stack, TypeError on BigInt and
+  // cycles; undefined (a function, a symbol) is sent as no body.
+  const payload = r.body === undefined ? '' : (JSON.stringify(r.body) as string | undefined) ?? '';
+  return { status, headers, hasType, raw: false, payload };
 }
 
 const emptyBody = Buffer.alloc(0);
@@ -518,6 +724,8 @@ export class InFlight implements HttpRequest<unknown> {
   aborted = false;
   done = false;
   span: SpanHandle | undefined = undefined;
+  /** The matched route (`METHOD /pattern`), '' until one is chosen. */
+  route = '';
   params: Record<string, string> = noParams;
   query: URLSearchParams = emptyQuery;
   body: unknown = undefined;

@@ -1,9 +1,15 @@
 /**
  * The operational routes every service has: /healthz (liveness), /readyz (readiness),
- * /metrics (Prometheus text format from the service's own prom-client registry).
+ * /metrics (Prometheus text format from the service's own prom-client registry). Registering them
+ * also puts the adapter's and the process's own fault counters on that registry, so every service
+ * exports them under the same names: http_handler_errors_total{service,route,kind} (requests that
+ * failed inside the process: a 500, or a 503 past the handler deadline) and process_unhandled_rejections_total /
+ * process_uncaught_exceptions_total (src/util/process-safety.ts).
  */
 import type { Registry } from 'prom-client';
 import type { HttpApp } from './app.js';
+import { Counter } from '../util/metrics.js';
+import { processFaultCounts } from '../util/process-safety.js';
 
 export function healthRoutes(app: HttpApp, registry: Registry, ready: () => boolean | { ready: boolean; detail?: unknown } = () => true): void {
   app.get('/healthz', () => ({ status: 200, body: { status: 'ok' } }));
@@ -18,4 +24,56 @@ export function healthRoutes(app: HttpApp, registry: Registry, ready: () => bool
     raw: await registry.metrics(),
     headers: { 'content-type': registry.contentType },
   }));
+  faultMetrics(app, registry);
+}
+
+/** The apps whose handler errors each registry exports (several apps may share one: a service and its proxy). */
+const appsByRegistry = new WeakMap<Registry, Set<HttpApp>>();
+
+/**
+ * Mirrors the adapter's handler-error counts and the process fault counts into `registry` when it
+ * is scraped (the counts live where they happen; prom-client is touched only on a scrape). Called by
+ * healthRoutes; call it directly for a second app on the same registry (e.g. a proxy).
+ */
+export function faultMetrics(app: HttpApp, registry: Registry): void {
+  const known = appsByRegistry.get(registry);
+  if (known) {
+    known.add(app);
+    return;
+  }
+  const apps = new Set<HttpApp>([app]);
+  appsByRegistry.set(registry, apps);
+  const seen = new Map<string, number>();
+  new Counter({
+    name: 'http_handler_errors_total',
+    help: 'Requests that failed inside the process: the handler threw or rejected (kind="threw", a 500), its result could not be serialised (kind="unserializable", a 500) or it missed the handler deadline (kind="timeout", a 503), by route pattern',
+    labelNames: ['service', 'route', 'kind'],
+    registers: [registry],
+    collect() {
+      for (const a of apps) {
+        for (const e of a.handlerErrorCounts()) {
+          const key = `${a.name} ${e.kind} ${e.route}`;
+          const before = seen.get(key) ?? 0;
+          if (e.count > before) this.inc({ service: a.name, route: e.route, kind: e.kind }, e.count - before);
+          seen.set(key, e.count);
+        }
+      }
+    },
+  });
+  mirrored(registry, 'process_unhandled_rejections_total', 'Promise rejections no code handled (logged at error; the process keeps running)', () => processFaultCounts().unhandledRejections);
+  mirrored(registry, 'process_uncaught_exceptions_total', 'Exceptions no code caught (logged at error; the process keeps running)', () => processFaultCounts().uncaughtExceptions);
+}
+
+function mirrored(registry: Registry, name: string, help: string, read: () => number): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > seen) this.inc(now - seen);
+      seen = now;
+    },
+  });
 }

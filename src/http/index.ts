@@ -2,10 +2,11 @@
  * Public face of the HTTP adapter: services import from here and never from uWebSockets.js.
  */
 export { HttpApp, HttpError, bodyLimitBytesDefault } from './app.js';
-export type { HttpRequest, HttpResult, Handler, RouteOptions, HttpAppOptions, CorsOptions } from './app.js';
+export type { HttpRequest, HttpResult, Handler, RouteOptions, HttpAppOptions, CorsOptions, HandlerErrorKind } from './app.js';
 export type { ServerStream, StreamHandler } from './stream.js';
-export { WsClient, WsHub } from './ws.js';
+export { WsClient, WsHub, type WsHubOptions } from './ws.js';
 export type { WsBehavior, UpgradeInfo, UpgradeDecision, SendOutcome } from './ws.js';
 export { formatValidationError, fieldName } from './validation.js';
 export type { Method } from './router.js';
-export { healthRoutes } from './health.js';
+export { healthRoutes, faultMetrics } from './health.js';
+export { jsonNestingDepthMax, jsonValuesMax, jsonShapeProblem } from './json-limits.js';

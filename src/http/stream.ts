@@ -1,23 +1,52 @@
 /**
  * Long-lived streaming responses (server-sent events) on uWebSockets.js: status and headers once,
- * then chunks written with back-pressure, a bounded per-client buffer, and close callbacks. The
- * adapter (app.ts) routes a request here; this module owns the stream's socket from then on. It
- * holds no domain logic (what an event says is the service's business).
+ * then chunks written with back-pressure from the first byte, a bounded per-client buffer, a drain
+ * deadline, and close callbacks that say why the stream closed. The adapter (app.ts) routes a
+ * request here; this module owns the stream's socket from then on. It holds no domain logic (what
+ * an event says is the service's business).
+ *
+ * Memory per client. Every chunk, however large (a multi-megabyte SSE `put`), is handed to uWS in
+ * slices of `sliceBytes` and only while the socket takes them: uWS copies a slice only when the
+ * kernel refuses part of it, so uWS holds at most one slice per stalled client. Chunks are kept by
+ * reference (a Buffer shared by every client, serialised once by the caller), so a put costs a
+ * client nothing but its position in it. What a client makes the process hold on its own (chunks
+ * queued behind the one being sent) is bounded by `maxBufferedBytes`: past it the client is cut off
+ * at once, as slow. A client whose socket stays unwritable for `drainTimeoutMs` (it stopped
+ * reading) is cut off too, as slow, which also frees what the kernel had taken for it.
+ *
+ * The kernel's share is not under this module's control: uWS exposes no file descriptor, socket
+ * option or remote port, so neither SO_SNDBUF nor the socket's unacknowledged bytes (tx_queue in
+ * /proc/net/tcp) can be used. A non-reading client holds what its socket accepted before the first
+ * refused write (about 4 MB on Linux loopback with default tcp_wmem/tcp_rmem) until the drain
+ * deadline; `sysctl net.ipv4.tcp_wmem` bounds the server side.
  */
 import type uWS from 'uWebSockets.js';
 import { statusLine, type HttpRequest, type HttpResult, type InFlight, type StreamEntry } from './app.js';
+
+/** Bytes handed to uWS per write() call: the most uWS ever copies for one stalled client. */
+export const streamSliceBytes = 64 * 1024;
+/** Default time a stream may stay unwritable (its client not reading) before it is cut off as slow. */
+export const streamDrainTimeoutMsDefault = 10_000;
+
+/** Why a stream closed: its client went away, it was cut off as slow, or the server ended it. */
+export type StreamCloseReason = 'client' | 'slow' | 'server';
 
 /** A long-lived response (server-sent events, chunked streams). */
 export interface ServerStream {
   /** Sends the status line and headers; call once before write(). */
   open(status: number, headers: Record<string, string>): void;
-  /** Queues a chunk. Returns false when the stream is closed (or was just closed for overflowing maxBufferedBytes). */
-  write(chunk: string): boolean;
+  /**
+   * Queues a chunk (kept by reference: share one Buffer between clients). Returns false when the
+   * stream is closed (or was just closed as slow: its own queue exceeded maxBufferedBytes).
+   */
+  write(chunk: string | Buffer): boolean;
   end(chunk?: string): void;
-  /** Bytes accepted by write() but not yet handed to the socket. */
+  /** Bytes queued behind the chunk being sent (what this client makes the process hold). */
   readonly bufferedBytes: number;
   readonly closed: boolean;
-  onClose(cb: () => void): void;
+  /** How long the socket may stay unwritable before the stream is cut off as slow (ms). */
+  drainTimeoutMs: number;
+  onClose(cb: (reason: StreamCloseReason) => void): void;
 }
 
 export type StreamHandler = (req: HttpRequest<undefined>, stream: ServerStream) => void | Promise<void>;
@@ -40,44 +69,78 @@ cors: Record<string, string> | undefined,
 app: StreamAppHooks,
 ): void {
   const request = state as HttpRequest<undefined>;
-  const closeCbs: Array<() => void> = [];
-  const pending: string[] = [];
-  let pendingBytes = 0;
+  const closeCbs: Array<(reason: StreamCloseReason) => void> = [];
+  // The chunk being sent is queue[0], from byte `offset`; the rest wait whole.
+  const queue: Buffer[] = [];
+  let offset = 0;
+  /** Bytes of queue[1..] (the head's remainder is not counted: it may be a shared put). */
+  let behindBytes = 0;
   let opened = false;
   let closed = false;
-  const finish = (): void => {
+  let backpressured = false;
+  let drainTimer: NodeJS.Timeout | undefined;
+  const finish = (reason: StreamCloseReason): void => {
     if (closed) return;
     closed = true;
     state.done = true;
+    if (drainTimer) clearTimeout(drainTimer);
+    drainTimer = undefined;
+    queue.length = 0;
+    behindBytes = 0;
     app.openStreams.delete(endNow);
-    for (const cb of closeCbs) cb();
+    for (const cb of closeCbs) cb(reason);
   };
   const endNow = (): void => {
     if (closed) return;
     if (!state.aborted) res.cork(() => res.end());
-    finish();
+    finish('server');
+  };
+  /** Cut off a slow client: close the socket at once so uWS and the kernel free its bytes now. */
+  const cutOff = (): void => {
+    if (closed) return;
+    const wasAborted = state.aborted;
+    state.aborted = true;
+    finish('slow');
+    if (!wasAborted) res.close();
   };
   res.onAborted(() => {
     state.aborted = true;
-    finish();
+    finish('client');
   });
   app.openStreams.add(endNow);
-  // uWS keeps the bytes a write could not send and calls onWritable when the socket drains; while it
-  // is backpressured we hold further chunks ourselves, bounded by maxBufferedBytes.
-  let backpressured = false;
-  const flush = (): boolean => {
-    backpressured = false;
-    while (pending.length > 0 && !backpressured) {
-      const chunk = pending.shift() as string;
-      pendingBytes -= Buffer.byteLength(chunk);
-      res.cork(() => {
-        backpressured = !res.write(chunk);
-      });
+  /** Hands slices to uWS while it takes them whole; stops at the first refusal (uWS keeps that slice). */
+  const pump = (): void => {
+    if (closed || state.aborted) return;
+    res.cork(() => {
+      while (queue.length > 0 && !backpressured) {
+        const head = queue[0] as Buffer;
+        const end = Math.min(offset + streamSliceBytes, head.length);
+        backpressured = !res.write(head.subarray(offset, end));
+        offset = end;
+        if (offset >= head.length) {
+          queue.shift();
+          offset = 0;
+          if (queue.length > 0) behindBytes -= (queue[0] as Buffer).length;
+        }
+      }
+    });
+    if (backpressured && !drainTimer) {
+      drainTimer = setTimeout(() => {
+        drainTimer = undefined;
+        if (backpressured) cutOff();
+      }, stream.drainTimeoutMs);
+      drainTimer.unref();
     }
-    return !backpressured;
   };
-  res.onWritable(() => flush());
+  res.onWritable(() => {
+    backpressured = false;
+    if (drainTimer) clearTimeout(drainTimer);
+    drainTimer = undefined;
+    pump();
+    return !backpressured;
+  });
   const stream: ServerStream = {
+    drainTimeoutMs: streamDrainTimeoutMsDefault,
     open: (status, headers) => {
       if (closed || opened) return;
       opened = true;
@@ -90,31 +153,28 @@ app: StreamAppHooks,
     },
     write: (chunk) => {
       if (closed) return false;
-      if (backpressured) {
-        pending.push(chunk);
-        pendingBytes += Buffer.byteLength(chunk);
-        if (pendingBytes > entry.maxBufferedBytes) {
-          // A stalled client: close the socket at once so its queued bytes are freed now,
-          // rather than ending gracefully and holding them until it reads or times out.
-          if (!state.aborted && !closed) res.close();
-          finish();
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      if (bytes.length === 0) return true;
+      queue.push(bytes);
+      if (queue.length > 1) {
+        behindBytes += bytes.length;
+        if (behindBytes > entry.maxBufferedBytes) {
+          cutOff();
           return false;
         }
-        return true;
       }
-      res.cork(() => {
-        backpressured = !res.write(chunk);
-      });
-      return true;
+      if (!backpressured) pump();
+      return !closed;
     },
     end: (chunk) => {
       if (closed) return;
+      // Whatever is still queued is dropped: ending is the server's decision, not a slow client's.
       if (chunk !== undefined && !state.aborted) res.cork(() => res.end(chunk));
       else if (!state.aborted) res.cork(() => res.end());
-      finish();
+      finish('server');
     },
     get bufferedBytes() {
-      return pendingBytes;
+      return behindBytes;
     },
     get closed() {
       return closed;
@@ -130,14 +190,14 @@ app: StreamAppHooks,
         if (!opened) {
           state.done = false;
           app.send(app.errorResult(err, request as HttpRequest<unknown>));
-          finish();
+          finish('server');
         } else endNow();
       });
     }
   } catch (err) {
     if (!opened) {
       app.send(app.errorResult(err, request as HttpRequest<unknown>));
-      finish();
+      finish('server');
     } else endNow();
   }
 }

@@ -1,7 +1,9 @@
 /**
  * WebSocket pieces of the HTTP adapter: a client handle with a bounded send queue (bytes the
  * socket has not yet taken; past the cap a message is dropped and counted, never buffered without
- * bound) and a fan-out hub that publishes one serialized message to every matching client.
+ * bound) and a fan-out hub that publishes one serialized message to every matching client. A hub
+ * may cap its clients (admission is the service's upgrade decision) and tell a client, once its
+ * queue has drained, how many messages were dropped for it. It knows nothing of event contents.
  */
 import type uWS from 'uWebSockets.js';
 
@@ -12,7 +14,9 @@ export interface UpgradeInfo {
   remoteAddress: string;
 }
 
-export type UpgradeDecision<D> = { reject: { status: number; error: string }; data?: undefined } | { reject?: undefined; data: D };
+export type UpgradeDecision<D> =
+  | { reject: { status: number; error: string }; data?: undefined }
+  | { reject?: undefined; data: D };
 
 export interface WsBehavior<D> {
   /** Decide on the upgrade: reject with a status (403 for a refused Origin, 401 ...) or accept with per-client data. */
@@ -36,7 +40,10 @@ let nextClientId = 1;
 export class WsClient<D> {
   readonly id = nextClientId++;
   closed = false;
+  /** Messages dropped for this client since it connected (its queue was over the cap). */
   dropped = 0;
+  /** Dropped messages the client has not yet been told about (see WsHub's dropNotice). */
+  droppedUnreported = 0;
   lastPongAt = Date.now();
 
   constructor(
@@ -50,14 +57,27 @@ export class WsClient<D> {
     if (this.closed) return 'closed';
     if (this.ws.getBufferedAmount() > this.maxQueueBytes) {
       this.dropped++;
+      this.droppedUnreported++;
       return 'dropped';
     }
     const r = this.ws.send(message, isBinary);
     if (r === 2) {
       this.dropped++;
+      this.droppedUnreported++;
       return 'dropped';
     }
     return r === 1 ? 'sent' : 'queued';
+  }
+
+  /** Sends a control frame of the service (not an event): never counted as a drop; false when not taken. */
+  sendNotice(message: string): boolean {
+    if (this.closed || this.ws.getBufferedAmount() > this.maxQueueBytes) return false;
+    return this.ws.send(message, false) !== 2;
+  }
+
+  /** The queue cap in bytes this client was opened with. */
+  get queueBytesMax(): number {
+    return this.maxQueueBytes;
   }
 
   bufferedAmount(): number {
@@ -92,14 +112,60 @@ export class WsClient<D> {
   }
 }
 
+export interface WsHubOptions<D> {
+  /** Most clients at once; `hasRoom()` says whether one more may be admitted. Default: no cap. */
+  clientsMax?: number;
+  /**
+   * Builds the frame that tells a client `count` messages were dropped for it. Sent once the
+   * client's queue is back under half its cap (on drain, or before the next message published to
+   * it), so a client learns it missed something and can resynchronise. Default: no notice.
+   */
+  dropNotice?: (client: WsClient<D>, count: number) => string;
+}
+
 /** Fan-out to a set of clients; each client's queue is bounded, losses are counted per hub. */
 export class WsHub<D> {
   readonly clients = new Set<WsClient<D>>();
   droppedTotal = 0;
   sentTotal = 0;
+  /** Drop notices delivered (each covers one or more dropped messages of one client). */
+  noticesSent = 0;
+  readonly clientsMax: number;
 
-  add(c: WsClient<D>): void {
+  constructor(private readonly opts: WsHubOptions<D> = {}) {
+    this.clientsMax = opts.clientsMax ?? Infinity;
+  }
+
+  /** True while one more client fits under the cap (ask in the upgrade; refuse the upgrade otherwise). */
+  hasRoom(): boolean {
+    return this.clients.size < this.clientsMax;
+  }
+
+  /** Adds a client; past the cap (an upgrade that raced another) it is closed with 1013 and false returned. */
+  add(c: WsClient<D>): boolean {
+    if (!this.hasRoom()) {
+      c.close(1013, 'too many clients');
+      return false;
+    }
     this.clients.add(c);
+    return true;
+  }
+
+  /** Call from the endpoint's drain handler: delivers a pending drop notice once the queue is low. */
+  drained(c: WsClient<D>): void {
+    this.flushDropNotice(c);
+  }
+
+  /** Sends the client its drop notice if it has unreported drops and room in its queue. */
+  private flushDropNotice(c: WsClient<D>): void {
+    const notice = this.opts.dropNotice;
+    if (!notice || c.droppedUnreported === 0 || c.closed) return;
+    if (c.bufferedAmount() > c.queueBytesMax / 2) return;
+    const count = c.droppedUnreported;
+    if (c.sendNotice(notice(c, count))) {
+      c.droppedUnreported -= count;
+      this.noticesSent++;
+    }
   }
 
   remove(c: WsClient<D>): void {
@@ -115,6 +181,7 @@ export class WsHub<D> {
     let n = 0;
     for (const c of this.clients) {
       if (filter && !filter(c)) continue;
+      if (c.droppedUnreported > 0) this.flushDropNotice(c);
       const r = c.send(message);
       if (r === 'dropped') this.droppedTotal++;
       else if (r !== 'closed') {

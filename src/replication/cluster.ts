@@ -3,7 +3,9 @@
  * real clock in the front process, its leader bookkeeping, and its client-operation history.
  * Every node-to-node message passes through the fabric here; the fabric decides latency, drops,
  * partitions and back-pressure, and deliveries to a worker are batched (one post per destination
- * per pass). Protocol decisions stay in the cores.
+ * per pass). Each node's durable storage (DurableStore) lives here too, so a crashed node can be
+ * restarted from it. Views that aggregate over nodes wait at most nodeCallDeadlineMs per node.
+ * Protocol decisions stay in the cores.
  */
 import { randomUUID } from 'node:crypto';
 import { Fabric } from '../fabric/fabric.js';
@@ -12,12 +14,44 @@ import { LiveFabricDriver, type WirePayload } from '../fabric/live.js';
 import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
 import { liveRng } from '../util/rng.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreStatus, CoreTimings, NodeId, Version } from './core.js';
-import { NodeHandle } from './node-handle.js';
+import { NodeHandle, type ExitInfo } from './node-handle.js';
 import { HistoryRing, type HistoryOp } from './history.js';
+import { DurableStore } from './durable-store.js';
+import { nodeCallDeadlineMs } from './limits.js';
+import { canRestart } from './cores/index.js';
 
 export interface ClusterHooks {
   event: (clusterId: string, e: CoreEvent) => void;
-  nodeExit: (clusterId: string, nodeId: string, code: number) => void;
+  /** Every worker exit, whatever its reason (stopped ones included, for the exit counter). */
+  nodeExit: (clusterId: string, nodeId: string, exit: ExitInfo) => void;
+}
+
+export interface ClusterOptions {
+  /** Per-node budget on stored bytes (CoreOptions.storedBytesMax); absent: unbounded. */
+  storedBytesMax?: number;
+}
+
+/** A refusal of a node-control request, with the HTTP status the edge answers (409, 404). */
+export class NodeControlError extends Error {
+  constructor(readonly status: 404 | 409, message: string) {
+    super(message);
+  }
+}
+
+/** What a node told within the deadline: its status, or why it did not. */
+export type StatusProbe = { ok: true; status: CoreStatus } | { ok: false; why: 'crashed' | 'unresponsive' };
+
+/** Settles with `p`'s value, or with undefined after `ms` (or when `p` rejects). */
+export async function withinMs<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([p.catch(() => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export type { HistoryOp } from './history.js';
@@ -59,6 +93,10 @@ export class Cluster {
   readonly regions: Record<NodeId, number> = {};
   leaderId: NodeId | undefined;
   epoch = 0;
+  /** Raft: index of the newest committed configuration seen (membership_changed or a status). */
+  private raftConfigIndex = 0;
+  /** Raft: nodes started by POST nodes whose addition is not yet seen committed. */
+  private readonly raftJoining = new Set<NodeId>();
   private nextNodeNumber = 1;
   private readonly driver: LiveFabricDriver;
   private sweepTimer: NodeJS.Timeout;
@@ -69,11 +107,21 @@ export class Cluster {
   writeFailures = 0;
   /** Last statuses seen, for metrics collection without a round trip. */
   lastStatus = new Map<NodeId, CoreStatus>();
+  /** Nodes that did not answer within the deadline at the last aggregate view. */
+  private readonly unresponsive = new Set<NodeId>();
+  /** The status call in flight per node (at most one). */
+  private readonly statusCalls = new Map<NodeHandle, Promise<CoreStatus | undefined>>();
+  /** Each node's durable storage; kept across crashes, dropped when the node is removed. */
+  private readonly durableStores = new Map<NodeId, DurableStore>();
+  /** Worker exits that were not asked for (crashes), and restarts. */
+  crashes = 0;
+  restarts = 0;
 
   constructor(
     readonly config: ClusterConfig,
     readonly timings: CoreTimings,
     private readonly hooks: ClusterHooks,
+    private readonly options: ClusterOptions = {},
   ) {
     this.fabric = new Fabric<WirePayload>({ rng: liveRng(), linkQueueMax: fabricLimits.linkQueueMax, inboxMax: fabricLimits.inboxMax });
     this.driver = new LiveFabricDriver(this.fabric, (to, frames) => this.nodes.get(to)?.deliverNet(frames));
@@ -98,10 +146,17 @@ export class Cluster {
     await Promise.all([...this.nodes.values()].map((n) => n.ready()));
   }
 
-  private spawn(id: NodeId, peers: NodeId[]): NodeHandle {
-    const handle = new NodeHandle(
+  private spawn(id: NodeId, peers: NodeId[], restore?: ArrayBuffer[]): NodeHandle {
+    let durable = this.durableStores.get(id);
+    if (durable === undefined) {
+      durable = new DurableStore();
+      this.durableStores.set(id, durable);
+    }
+    const coreOpts: ConstructorParameters<typeof NodeHandle>[1] = { id, cluster_id: this.id, peers, config: this.config, timings: this.timings, regions: this.regions };
+    if (this.options.storedBytesMax !== undefined) coreOpts.storedBytesMax = this.options.storedBytesMax;
+    const handle: NodeHandle = new NodeHandle(
       id,
-      { id, cluster_id: this.id, peers, config: this.config, timings: this.timings, regions: this.regions },
+      coreOpts,
       Math.floor(Math.random() * 2 ** 31),
       this.timings.requestTimeoutMs,
       {
@@ -109,13 +164,92 @@ export class Cluster {
         onEvents: (nodeId, events) => {
           for (const e of events) {
             if (e.type === 'leader_elected') this.leaderId = e.node_id ?? nodeId;
+            if (e.type === 'membership_changed') this.onMembershipChanged(e);
             this.hooks.event(this.id, { ...e, node_id: e.node_id ?? nodeId });
           }
         },
-        onExit: (nodeId, code) => this.hooks.nodeExit(this.id, nodeId, code),
+        onExit: (nodeId, exit) => this.onNodeExit(handle, nodeId, exit),
       },
+      durable,
+      restore,
     );
     this.nodes.set(id, handle);
+    return handle;
+  }
+
+  /**
+   * A worker exited. Stopped on purpose: nothing to do. Otherwise the node is crashed: its pending
+   * requests have failed (NodeHandle), it shows as `crashed` until restarted, and a crashed
+   * single-leader leader is failed over at once (as removal does) so the cluster keeps serving.
+   */
+  private onNodeExit(handle: NodeHandle, nodeId: NodeId, exit: ExitInfo): void {
+    this.hooks.nodeExit(this.id, nodeId, exit);
+    if (exit.reason === 'stopped' || this.nodes.get(nodeId) !== handle) return;
+    this.crashes++;
+    this.unresponsive.delete(nodeId);
+    if (this.config.strategy === 'single_leader' && this.leaderId === nodeId) {
+      this.failover().catch(() => {
+        // No live node answered: leaderId stays unset until a restart fails over again.
+      });
+    }
+  }
+
+  /** Nodes whose worker is running (not crashed, not removed): what REPLSIM_MAX_NODES counts. */
+  get liveNodes(): number {
+    let n = 0;
+    for (const h of this.nodes.values()) if (!h.isDown) n++;
+    return n;
+  }
+
+  /** Bytes held in the nodes' durable storage. */
+  durableBytes(): Record<NodeId, number> {
+    const out: Record<NodeId, number> = {};
+    for (const id of this.nodes.keys()) out[id] = this.durableStores.get(id)?.bytes ?? 0;
+    return out;
+  }
+
+  /**
+   * POST nodes/{id}/crash: the worker is killed with no goodbye. Its durable storage stays; its
+   * pending requests fail at once; peers' messages to it are lost until it restarts.
+   */
+  async crash(nodeId: NodeId): Promise<void> {
+    const n = this.nodes.get(nodeId);
+    if (!n) throw new NodeControlError(404, `node ${nodeId} not found in cluster ${this.id}`);
+    if (n.isDown) throw new NodeControlError(409, `node ${nodeId} has already crashed (${n.exit?.reason ?? 'exited'})`);
+    await n.crash();
+  }
+
+  /**
+   * POST nodes/{id}/restart: a new worker for a crashed node, built from its durable storage (the
+   * strategy's DurableFold), told the current members and (single-leader) the current leader; it
+   * catches up through its strategy's own repair (log retransmission or snapshot, anti-entropy,
+   * hinted handoff, read repair). A single-leader cluster with no live leader fails over after.
+   */
+  async restart(nodeId: NodeId): Promise<NodeHandle> {
+    const old = this.nodes.get(nodeId);
+    if (!old) throw new NodeControlError(404, `node ${nodeId} not found in cluster ${this.id}`);
+    if (!old.isDown) throw new NodeControlError(409, `node ${nodeId} is ${old.state}, not crashed; crash it first`);
+    if (!canRestart(this.config.strategy)) throw new NodeControlError(409, `restarting a crashed ${this.config.strategy} node is not supported yet`);
+    const restore = this.durableStores.get(nodeId)?.contents() ?? [];
+    const handle = this.spawn(nodeId, [...this.nodes.keys()], restore);
+    this.fabric.setDeliverable(nodeId, true);
+    try {
+      if (this.config.strategy === 'single_leader') {
+        const leader = this.leaderId !== undefined ? this.nodes.get(this.leaderId) : undefined;
+        if (leader !== undefined && leader !== handle && !leader.isDown) {
+          await handle.remote.control({ kind: 'set_leader', leader_id: leader.id, epoch: this.epoch });
+        }
+      }
+      await handle.ready();
+    } catch (err) {
+      throw new NodeControlError(409, `node ${nodeId} did not come back: ${(err as Error).message}`);
+    }
+    this.restarts++;
+    if (this.config.strategy === 'single_leader') {
+      const leader = this.leaderId !== undefined ? this.nodes.get(this.leaderId) : undefined;
+      if (leader === undefined || leader.isDown || leader === handle) await this.failover();
+    }
+    this.kick();
     return handle;
   }
 
@@ -159,6 +293,7 @@ export class Cluster {
       done({ id: 0, ok: false, code: 'paused', status: op.op === 'read' ? 404 : 409, error: `node ${nodeId} is paused` });
       return;
     }
+    // A crashed node answers through its handle at once (node_crashed, 409).
     const invokeMs = preciseNowMs();
     node.submit(op, (reply) => {
       this.record(node, op, reply, invokeMs, preciseNowMs());
@@ -209,6 +344,7 @@ export class Cluster {
   async pause(nodeId: NodeId): Promise<void> {
     const n = this.nodes.get(nodeId);
     if (!n) return;
+    if (n.isDown) throw new NodeControlError(409, `node ${nodeId} has crashed; restart it first`);
     n.state = 'paused';
     this.fabric.setDeliverable(nodeId, false);
     await n.remote.pause();
@@ -217,6 +353,7 @@ export class Cluster {
   async resume(nodeId: NodeId): Promise<void> {
     const n = this.nodes.get(nodeId);
     if (!n) return;
+    if (n.isDown) throw new NodeControlError(409, `node ${nodeId} has crashed; restart it with POST .../nodes/${nodeId}/restart`);
     n.state = 'online';
     this.fabric.setDeliverable(nodeId, true);
     await n.remote.resume();
@@ -233,23 +370,82 @@ export class Cluster {
     const handle = this.spawn(id, peers);
     if (this.leaderId) await handle.remote.control({ kind: 'set_leader', leader_id: this.leaderId, epoch: this.epoch });
     await handle.ready();
-    await Promise.all([...this.nodes.values()].filter((n) => n.id !== id).map((n) => n.remote.control({ kind: 'peers', peers })));
+    await this.controlLive({ kind: 'peers', peers }, id);
     return handle;
   }
 
-  /** The current raft leader, if an online node claims it (highest term wins). */
+  /** The authoritative raft leader (authoritativeRaftLeader), after asking every node. */
   async raftLeader(): Promise<NodeHandle | undefined> {
     const st = await this.statuses();
-    let best: NodeHandle | undefined;
+    this.reconcileRaftMembership(st);
+    const id = this.authoritativeRaftLeader(st);
+    return id === undefined ? undefined : this.nodes.get(id);
+  }
+
+  /**
+   * The one raft leader `state` names: of the nodes that claim leadership, are online (not paused,
+   * crashed or silent) and reach a majority of their configuration's voters through the fabric
+   * (online voters not partitioned away from it), the one of the highest term. A paused or
+   * partitioned former leader still says `leader` (it cannot know better until it hears a newer
+   * term or CheckQuorum steps it down) and is shown with stale_leader: true.
+   */
+  private authoritativeRaftLeader(st: ReadonlyMap<NodeId, CoreStatus>): NodeId | undefined {
+    let best: NodeId | undefined;
     let bestTerm = -1;
     for (const [id, s] of st) {
       const h = this.nodes.get(id);
-      if (s.role === 'leader' && h?.state === 'online' && (s.term ?? 0) > bestTerm) {
-        best = h;
-        bestTerm = s.term ?? 0;
-      }
+      if (s.role !== 'leader' || !h || h.isDown || h.state !== 'online' || (s.term ?? 0) <= bestTerm) continue;
+      if (!this.reachesRaftMajority(id, raftVotersOf(s))) continue;
+      best = id;
+      bestTerm = s.term ?? 0;
     }
     return best;
+  }
+
+  private reachesRaftMajority(id: NodeId, voters: readonly NodeId[]): boolean {
+    let reached = 0;
+    for (const v of voters) {
+      const h = this.nodes.get(v);
+      if (v === id) reached++;
+      else if (h && !h.isDown && h.state === 'online' && !this.fabric.isBlocked(id, v)) reached++;
+    }
+    return reached >= Math.floor(voters.length / 2) + 1;
+  }
+
+  /**
+   * A committed raft configuration (membership_changed from a leader, or a leader's status that
+   * says its latest configuration is committed): the members it dropped are stopped and leave the
+   * cluster, as DELETE would have done. A node still joining (its add not yet seen committed) is
+   * left alone; configurations older than the last one seen are ignored (several leaders report).
+   */
+  private onRaftConfigCommitted(voters: readonly NodeId[], index: number): void {
+    if (index <= this.raftConfigIndex) return;
+    this.raftConfigIndex = index;
+    for (const id of voters) this.raftJoining.delete(id);
+    for (const id of [...this.nodes.keys()]) {
+      if (voters.includes(id) || this.raftJoining.has(id)) continue;
+      this.removeNode(id, { committed: true })
+        .then(() => this.hooks.event(this.id, { type: 'node_state_changed', node_id: id, data: { state: 'offline', reason: 'removed' } }))
+        .catch(() => {
+          // Already gone (a concurrent DELETE finished it): nothing left to stop.
+        });
+    }
+  }
+
+  private onMembershipChanged(e: CoreEvent): void {
+    const voters = e.data?.['voters'];
+    const index = e.data?.['index'];
+    if (!Array.isArray(voters) || typeof index !== 'number') return;
+    this.onRaftConfigCommitted(voters.filter((v): v is NodeId => typeof v === 'string'), index);
+  }
+
+  /** The fallback for a lost membership_changed: the authoritative leader's committed config. */
+  private reconcileRaftMembership(st: ReadonlyMap<NodeId, CoreStatus>): void {
+    if (this.config.strategy !== 'raft') return;
+    const leader = this.authoritativeRaftLeader(st);
+    const extra = leader === undefined ? undefined : st.get(leader)?.extra;
+    if (!extra || extra['config_committed'] !== true || typeof extra['config_index'] !== 'number') return;
+    this.onRaftConfigCommitted(raftVotersOf(st.get(leader as NodeId) as CoreStatus), extra['config_index']);
   }
 
   /**
@@ -259,11 +455,12 @@ export class Cluster {
    */
   private async addRaftNode(): Promise<NodeHandle> {
     const leader = await this.raftLeader();
-    if (!leader) throw Object.assign(new Error('no leader elected yet; a raft membership change needs a leader'), { status: 409 });
+    if (!leader) throw new NodeControlError(409, 'no leader elected yet; a raft membership change needs a leader');
     const id = `n${this.nextNodeNumber++}`;
     const peers = [...this.nodes.keys(), id];
     this.regions[id] = 0;
     this.fabric.addNode(id);
+    this.raftJoining.add(id);
     const handle = this.spawn(id, peers);
     await handle.ready();
     let r = await leader.controlAwait({ kind: 'add_server', node_id: id });
@@ -272,31 +469,65 @@ export class Cluster {
       await new Promise((res) => setTimeout(res, 100));
       r = await leader.controlAwait({ kind: 'add_server', node_id: id });
     }
-    if (!r.ok) {
-      this.nodes.delete(id);
-      this.fabric.removeNode(id);
-      await handle.terminate();
-      throw Object.assign(new Error(r.error), { status: r.status === 404 ? 409 : r.status });
+    if (r.ok) {
+      this.raftJoining.delete(id);
+      return handle;
     }
-    return handle;
+    if (r.indeterminate) {
+      // The entry may still commit: the node stays (a member if it does; DELETE withdraws it).
+      throw new NodeControlError(
+        409,
+        `${id} was started and its addition proposed, but it was not committed within ${this.timings.requestTimeoutMs} ms; ` +
+          `${id} joins if the entry commits (DELETE ${id} withdraws it)`,
+      );
+    }
+    this.raftJoining.delete(id);
+    this.nodes.delete(id);
+    this.fabric.removeNode(id);
+    await handle.terminate();
+    throw new NodeControlError(409, r.error);
   }
 
-  async removeNode(nodeId: NodeId): Promise<void> {
+  /**
+   * DELETE of a raft member: the leader appends a configuration without it, finds it already gone
+   * from the committed one, or waits on the pending entry that removes it. Returns once committed;
+   * a refusal is a 409 naming why; a commit timeout is a 409 saying the removal is pending: if the
+   * entry commits, the node is stopped and leaves (onRaftConfigCommitted), and a repeated DELETE
+   * waits for the same entry instead of proposing another.
+   */
+  private async removeRaftMember(nodeId: NodeId): Promise<void> {
+    const leader = await this.raftLeader();
+    if (!this.nodes.has(nodeId)) return; // a committed configuration seen meanwhile removed it
+    if (!leader) throw new NodeControlError(409, 'no leader elected yet; a raft membership change needs a leader');
+    const r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
+    if (r.ok) return;
+    if (r.indeterminate) {
+      throw new NodeControlError(
+        409,
+        `the removal of ${nodeId} was proposed but not committed within ${this.timings.requestTimeoutMs} ms ` +
+          `(a majority of the new configuration is unreachable or paused); it stays pending: if it commits, ` +
+          `${nodeId} is stopped and leaves the cluster; DELETE again to wait for the outcome`,
+      );
+    }
+    throw new NodeControlError(409, r.error);
+  }
+
+  /** `committed`: raft already committed a configuration without the node; only stop it. */
+  async removeNode(nodeId: NodeId, opts: { committed?: boolean } = {}): Promise<void> {
     const n = this.nodes.get(nodeId);
     if (!n) return;
-    if (this.config.strategy === 'raft' && this.nodes.size > 1) {
-      const leader = await this.raftLeader();
-      if (!leader) throw Object.assign(new Error('no leader elected yet; a raft membership change needs a leader'), { status: 409 });
-      const r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
-      if (!r.ok) throw Object.assign(new Error(r.error), { status: r.status === 404 ? 409 : r.status });
-      // A removed leader steps down after committing its removal; give it a moment to hand over.
-    }
+    if (this.config.strategy === 'raft' && this.nodes.size > 1 && opts.committed !== true) await this.removeRaftMember(nodeId);
+    if (this.nodes.get(nodeId) !== n) return; // stopped meanwhile by the committed configuration
+    this.raftJoining.delete(nodeId);
     this.nodes.delete(nodeId);
     this.fabric.removeNode(nodeId);
     delete this.regions[nodeId];
+    this.durableStores.delete(nodeId);
+    this.unresponsive.delete(nodeId);
+    this.lastStatus.delete(nodeId);
     await n.terminate();
     const peers = [...this.nodes.keys()];
-    if (this.config.strategy !== 'raft') await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'peers', peers })));
+    if (this.config.strategy !== 'raft') await this.controlLive({ kind: 'peers', peers });
     if (this.config.strategy === 'leaderless' && this.config.quorum_n > peers.length && peers.length > 0) {
       // The replication factor cannot exceed the nodes left: shrink N (and W, R with it). Capping W
       // and R at the new N keeps W + R > N, since only N went down.
@@ -305,24 +536,36 @@ export class Cluster {
       this.config.quorum_w = Math.min(this.config.quorum_w, n);
       this.config.quorum_r = Math.min(this.config.quorum_r, n);
       const args = { n, w: this.config.quorum_w, r: this.config.quorum_r };
-      await Promise.all([...this.nodes.values()].map((h) => h.remote.control({ kind: 'custom', name: 'set_quorum', args })));
+      await this.controlLive({ kind: 'custom', name: 'set_quorum', args });
     }
     if (this.config.strategy === 'single_leader' && this.leaderId === nodeId) await this.failover();
   }
 
-  /** single_leader failover: promote the most up-to-date online follower (writes it never saw are orphaned). */
+  /**
+   * A control to every node whose worker runs (crashed ones learn the current state when they
+   * restart); `except` skips one. A node that fails meanwhile does not fail the others.
+   */
+  private async controlLive(cmd: Parameters<NodeHandle['remote']['control']>[0], except?: NodeId): Promise<void> {
+    await Promise.allSettled([...this.nodes.values()].filter((n) => n.id !== except && !n.isDown).map((n) => n.remote.control(cmd)));
+  }
+
+  /**
+   * single_leader failover: promote the most up-to-date online follower (writes it never saw are
+   * orphaned). Crashed nodes and nodes silent past the deadline are not candidates.
+   */
   async failover(): Promise<NodeId | undefined> {
-    const candidates = [...this.nodes.values()].filter((n) => n.state === 'online');
-    if (candidates.length === 0) {
+    const candidates = [...this.nodes.values()].filter((n) => n.state === 'online' && !n.isDown);
+    const answered = await Promise.all(candidates.map(async (n) => ({ n, s: await withinMs(n.remote.status(), nodeCallDeadlineMs) })));
+    const statuses = answered.filter((x): x is { n: NodeHandle; s: CoreStatus } => x.s !== undefined);
+    if (statuses.length === 0) {
       this.leaderId = undefined;
       return undefined;
     }
-    const statuses = await Promise.all(candidates.map(async (n) => ({ n, s: await n.remote.status() })));
     statuses.sort((a, b) => b.s.last_applied - a.s.last_applied || nodeIndex(a.n.id) - nodeIndex(b.n.id));
     const chosen = (statuses[0] as { n: NodeHandle }).n.id;
     this.epoch++;
     this.leaderId = chosen;
-    await Promise.all([...this.nodes.values()].map((n) => n.remote.control({ kind: 'set_leader', leader_id: chosen, epoch: this.epoch })));
+    await this.controlLive({ kind: 'set_leader', leader_id: chosen, epoch: this.epoch });
     this.hooks.event(this.id, { type: 'leader_elected', node_id: chosen, data: { epoch: this.epoch, reason: 'failover' } });
     return chosen;
   }
@@ -332,9 +575,51 @@ export class Cluster {
   async nodeStatus(nodeId: NodeId): Promise<NodeStatus | undefined> {
     const n = this.nodes.get(nodeId);
     if (!n) return undefined;
-    const s = await n.remote.status();
-    this.lastStatus.set(nodeId, s);
-    return this.toNodeStatus(n, s, undefined);
+    const probe = await this.probe(n);
+    return this.toNodeStatus(n, probe.ok ? probe.status : this.lastKnown(nodeId), undefined);
+  }
+
+  /**
+   * One node's status within the deadline; a crashed node answers at once, a silent one is named.
+   * One status call per node at a time: views asked meanwhile share it, and once a node has been
+   * found unresponsive, views do not wait for it again until that call has come back.
+   */
+  async probe(n: NodeHandle): Promise<StatusProbe> {
+    if (n.isDown) return { ok: false, why: 'crashed' };
+    let call = this.statusCalls.get(n);
+    const shared = call !== undefined;
+    if (call === undefined) {
+      call = n.remote.status().then(
+        (st) => {
+          if (this.nodes.get(n.id) === n) {
+            this.lastStatus.set(n.id, st);
+            this.unresponsive.delete(n.id);
+          }
+          return st;
+        },
+        () => undefined,
+      ).finally(() => this.statusCalls.delete(n));
+      this.statusCalls.set(n, call);
+    }
+    const s = shared && this.unresponsive.has(n.id) ? undefined : await withinMs(call, nodeCallDeadlineMs);
+    if (s === undefined) {
+      if (n.isDown) return { ok: false, why: 'crashed' };
+      this.unresponsive.add(n.id);
+      return { ok: false, why: 'unresponsive' };
+    }
+    return { ok: true, status: s };
+  }
+
+  /** The last status a node gave, or an empty one (a node that never answered). */
+  private lastKnown(nodeId: NodeId): CoreStatus {
+    return this.lastStatus.get(nodeId) ?? { role: 'unknown', commit_index: 0, last_applied: 0, leader_id: '', lag: 0 };
+  }
+
+  /** crashed (worker gone), unresponsive (silent past the deadline at the last look), else the handle's state. */
+  private shownState(n: NodeHandle): NodeStatus['state'] {
+    if (n.isDown) return n.state === 'offline' ? 'offline' : 'crashed';
+    if (this.unresponsive.has(n.id)) return 'unresponsive';
+    return n.state;
   }
 
   private toNodeStatus(n: NodeHandle, s: CoreStatus, leader: CoreStatus | undefined): NodeStatus {
@@ -344,7 +629,7 @@ export class Cluster {
       cluster_id: this.id,
       strategy: this.config.strategy,
       role: s.role,
-      state: n.state,
+      state: this.shownState(n),
       commit_index: s.commit_index,
       last_applied: s.last_applied,
       leader_id: s.leader_id,
@@ -353,10 +638,20 @@ export class Cluster {
     };
   }
 
+  /**
+   * The statuses of the nodes that answered within nodeCallDeadlineMs (crashed nodes are not
+   * asked); the others keep their last known status in lastStatus and show as crashed or
+   * unresponsive in state().
+   */
   async statuses(): Promise<Map<NodeId, CoreStatus>> {
-    const entries = await Promise.all([...this.nodes.values()].map(async (n) => [n.id, await n.remote.status()] as const));
-    const m = new Map(entries);
-    this.lastStatus = m;
+    const nodes = [...this.nodes.values()];
+    const probes = await Promise.all(nodes.map((n) => this.probe(n)));
+    const m = new Map<NodeId, CoreStatus>();
+    nodes.forEach((n, i) => {
+      const p = probes[i] as StatusProbe;
+      if (p.ok) m.set(n.id, p.status);
+    });
+    for (const id of [...this.lastStatus.keys()]) if (!this.nodes.has(id)) this.lastStatus.delete(id);
     return m;
   }
 
@@ -364,17 +659,17 @@ export class Cluster {
     const st = await this.statuses();
     let leaderId = this.leaderId;
     if (this.config.strategy === 'raft') {
-      leaderId = undefined;
-      let bestTerm = -1;
-      for (const [id, s] of st) if (s.role === 'leader' && (s.term ?? 0) > bestTerm && this.nodes.get(id)?.state === 'online') {
-        bestTerm = s.term ?? 0;
-        leaderId = id;
-      }
+      this.reconcileRaftMembership(st);
+      leaderId = this.authoritativeRaftLeader(st);
       this.leaderId = leaderId;
     }
     const leaderStatus = leaderId ? st.get(leaderId) : undefined;
     const nodes: Record<string, NodeStatus> = {};
-    for (const [id, s] of st) nodes[id] = this.toNodeStatus(this.nodes.get(id) as NodeHandle, s, leaderStatus);
+    for (const n of this.nodes.values()) nodes[n.id] = this.toNodeStatus(n, st.get(n.id) ?? this.lastKnown(n.id), leaderStatus);
+    if (this.config.strategy === 'raft') {
+      // A node that still believes it leads but is not the authoritative leader (paused, cut off).
+      for (const [id, node] of Object.entries(nodes)) if (node.role === 'leader' && id !== leaderId) node.stale_leader = true;
+    }
     const partitions: Record<string, Partition> = {};
     for (const [pid, p] of this.fabric.partitions()) {
       partitions[pid] = { id: pid, group_a: Object.fromEntries(p.groupA.map((x) => [x, true])), group_b: Object.fromEntries(p.groupB.map((x) => [x, true])) };
@@ -402,7 +697,13 @@ export class Cluster {
     if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) lag[f] = p.lag_ms;
     const extra: Record<string, unknown> = {};
     for (const [id, s] of st) if (s.extra) extra[id] = s.extra;
+    const down: Record<NodeId, string> = {};
+    for (const n of this.nodes.values()) if (n.isDown && n.exit) down[n.id] = n.exit.reason;
     return {
+      crashed_nodes: down,
+      crashes: this.crashes,
+      restarts: this.restarts,
+      durable_bytes: this.durableBytes(),
       writes: this.writes,
       reads: this.reads,
       write_failures: this.writeFailures,
@@ -421,4 +722,10 @@ export class Cluster {
     await Promise.all([...this.nodes.values()].map((n) => n.terminate()));
     this.nodes.clear();
   }
+}
+
+/** A raft node's configuration as its status reports it (CoreStatus.extra.voters). */
+function raftVotersOf(s: CoreStatus): NodeId[] {
+  const v = s.extra?.['voters'];
+  return Array.isArray(v) ? v.filter((x): x is NodeId => typeof x === 'string') : [];
 }

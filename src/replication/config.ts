@@ -4,8 +4,9 @@
  */
 import type { ClusterConfigBody } from '../../protocol/replication.js';
 import type { ClusterConfig } from './core.js';
+import { nodeCountMax } from './limits.js';
 
-export const nodeCountMax = 64;
+export { nodeCountMax };
 
 export function effectiveConfig(body: ClusterConfigBody): { ok: true; config: ClusterConfig } | { ok: false; error: string } {
   const strategy = body.strategy;

@@ -1,7 +1,7 @@
 /**
  * The contract every replication strategy implements: a pure state machine in the shape of etcd
  * raft's Step/Ready. Inputs are client requests, peer messages and ticks, each with the current
- * time injected; outputs (messages to send, client replies, events) are drained with takeOutput().
+ * time injected; outputs (messages to send, client replies, events, durable records) are drained with drain().
  * A core never touches a socket, a thread, the wall clock or Math.random: the same core runs inside
  * a worker_thread (live mode) and in one thread under the deterministic fabric (tests, fuzzing, detsim).
  */
@@ -90,7 +90,11 @@ export type ErrorCode =
   | 'not_found'
   | 'paused'
   | 'bad_request'
-  | 'unsupported';
+  | 'unsupported'
+  /** The write would take the node's stored bytes past its budget (REPLSIM_NODE_MEMORY_MB): 507. */
+  | 'storage_full'
+  /** The node's worker exited (crashed, killed or out of memory) before answering. */
+  | 'node_crashed';
 
 export type ClientResult =
   | { kind: 'entry'; entry: Version; node_id: NodeId }
@@ -102,8 +106,8 @@ export type ClientReply =
       id: number;
       ok: false;
       code: ErrorCode;
-      /** HTTP status the edge should answer with (400, 404 or 409). */
-      status: 400 | 404 | 409;
+      /** HTTP status the edge should answer with (400, 404, 409, or 507 for storage_full). */
+      status: 400 | 404 | 409 | 507;
       error: string;
       /** The write may or may not have taken effect (sync timeout): the history records it as unknown. */
       indeterminate?: boolean;
@@ -200,6 +204,12 @@ export interface CoreOptions {
   regions?: Record<NodeId, number>;
   /** State a previous incarnation persisted (raft restart); absent on first start. */
   persisted?: unknown;
+  /**
+   * Budget on the bytes this node stores (keys + values + the log it keeps, each entry counted with
+   * storedEntryOverheadBytes); a client write that would pass it is refused with `storage_full`
+   * (507). Absent: unbounded (deterministic tests).
+   */
+  storedBytesMax?: number;
 }
 
 export interface NodeCore {

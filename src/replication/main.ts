@@ -3,11 +3,13 @@
  * REPLSIM_PORT (default 8090), HOST (default 0.0.0.0).
  */
 import { createLogger } from '../util/logger.js';
+import { installProcessSafetyNet } from '../util/process-safety.js';
 import { startReplicationSim } from './server.js';
 import { initTracing, shutdownTracing } from '../tracing/tracing.js';
 import { startProfiler } from '../profiler/index.js';
 
 const logger = createLogger('replsim');
+installProcessSafetyNet(logger); // a stray rejection or throw is logged and counted, never fatal
 await initTracing('simlab-replsim');
 // PROFILER_ADDR: a loopback-only profiling server; a non-loopback address refuses to start.
 const profilerAddr = process.env['PROFILER_ADDR'];

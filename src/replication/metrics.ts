@@ -15,6 +15,8 @@ export interface SimMetrics {
   partitionActive: Gauge<'cluster_id'>;
   wsDropped: Counter;
   historyDropped: Counter<'cluster_id'>;
+  /** Node worker exits by reason (node-handle.ts ExitReason): stopped, killed, out_of_memory, error, exited. */
+  workerExits: Counter<'reason'>;
 }
 
 /**
@@ -64,6 +66,7 @@ export function createSimMetrics(collect: () => Promise<void>, flushWrites: () =
     partitionActive: new Gauge({ name: 'sim_partition_active', help: '1 while a partition is active', labelNames: ['cluster_id'], registers: [registry] }),
     wsDropped: new Counter({ name: 'sim_ws_events_dropped_total', help: 'events not delivered to a slow /ws client (bounded queue)', registers: [registry] }),
     historyDropped: new Counter({ name: 'sim_history_dropped_total', help: 'client operations that fell off the per-cluster history cap (linearizability input)', labelNames: ['cluster_id'], registers: [registry] }),
+    workerExits: new Counter({ name: 'sim_worker_exits_total', help: 'node worker exits by reason (stopped on purpose, killed by the crash endpoint, out_of_memory, error, exited)', labelNames: ['reason'], registers: [registry] }),
   };
   return m;
 }

@@ -3,14 +3,21 @@
  * statuses), the /ws event stream, and /metrics. Clusters and their node actors live in cluster.ts;
  * protocol logic lives in the cores.
  */
+import os from 'node:os';
 import type { Logger } from '../util/logger.js';
 import { HttpApp, HttpError, WsHub, healthRoutes, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
 import {
   BatchWriteRequest, ClockSkewRequest, ClusterConfigBody, ClusterConfigPatch, DropRequest, LatencyRequest,
-  PartitionRequest, ResolveConflictRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
+  PartitionRequest, ResolveConflictRequest, StallRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
 } from '../../protocol/replication.js';
-import { Cluster, toKVEntry } from './cluster.js';
-import { actorPool } from './node-handle.js';
+import type { EventsDroppedFrame } from '../../protocol/replication.js';
+import {
+  clientIdCharsMax, clusterIdCharsMax, clustersMaxDefault, keyCharsMax, nodeCountMax, nodeIdCharsMax, validateTimings,
+  wsClientQueueBytes, wsClientsMaxFromEnv,
+} from './limits.js';
+import { Cluster, toKVEntry, withinMs } from './cluster.js';
+import { actorPool, NodeDownError, type NodeHandle } from './node-handle.js';
+import { maxNodesFromEnv, nodeCallDeadlineMs, nodeMemoryMbFromEnv, nodeStallMsMax, workerHeapMb } from './limits.js';
 import { effectiveConfig } from './config.js';
 import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
 import { isImplemented } from './cores/index.js';
@@ -28,6 +35,8 @@ export interface ReplSimOptions {
   timings?: Partial<CoreTimings>;
   /** Max clusters at once (each node is a worker thread). */
   clustersMax?: number;
+  /** Max /ws clients at once (default REPLSIM_WS_CLIENTS_MAX, else limits.ts wsClientsMaxDefault). */
+  wsClientsMax?: number;
 }
 
 export interface ReplSimHandle {
@@ -37,14 +46,33 @@ export interface ReplSimHandle {
   close(): Promise<void>;
 }
 
-const clustersMaxDefault = 200;
-const wsQueueBytes = 1024 * 1024;
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSimHandle> {
   const log = opts.logger;
   const timings: CoreTimings = { ...defaultTimings, ...(opts.timings ?? {}) };
+  const timingsOk = validateTimings(timings);
+  if (!timingsOk.ok) throw new Error(`invalid replication timings: ${timingsOk.error}`);
   const clusters = new Map<string, Cluster>();
-  const hub = new WsHub<{ clusterId: string | null }>();
+  /** Per-cluster /ws sequence numbers: +1 for each event of the cluster broadcast (gaps = drops). */
+  const eventSeq = new Map<string, number>();
+  const wsClientsMax = opts.wsClientsMax ?? wsClientsMaxFromEnv();
+  const hub = new WsHub<{ clusterId: string | null }>({
+    clientsMax: wsClientsMax,
+    dropNotice: (client, count) => {
+      const timestamp = new Date().toISOString();
+      const frame: EventsDroppedFrame = { type: 'events_dropped', timestamp, data: { count } };
+      const cid = client.data.clusterId;
+      if (cid !== null) {
+        frame.cluster_id = cid;
+        frame.seq = eventSeq.get(cid) ?? 0;
+      } else {
+        frame.data.last_seq = Object.fromEntries(eventSeq);
+      }
+      return JSON.stringify(frame);
+    },
+  });
   const droppedSeen = new Map<string, number>();
   const historySeen = new Map<string, number>();
 
@@ -64,12 +92,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
     }
     const lag: Array<[string, string, number]> = [];
+    // Every cluster at once, each node bounded by nodeCallDeadlineMs (a silent node keeps its last values).
+    await Promise.all([...clusters.values()].map((c) => c.statuses().catch(() => undefined)));
     for (const c of clusters.values()) {
-      try {
-        await c.statuses();
-      } catch {
-        // a node that is going away: keep the last values
-      }
       const leader = c.leaderId ? c.lastStatus.get(c.leaderId) : undefined;
       if (leader?.followers) for (const [f, p] of Object.entries(leader.followers)) lag.push([c.id, f, p.lag_ms]);
     }
@@ -96,7 +121,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       metrics.conflicts.inc({ cluster_id: clusterId, resolver });
     }
     if (hub.size === 0) return;
-    const env: SimEvent = { type: e.type, cluster_id: clusterId, timestamp: new Date().toISOString() };
+    const seq = (eventSeq.get(clusterId) ?? 0) + 1;
+    if (clusters.has(clusterId)) eventSeq.set(clusterId, seq);
+    const env: SimEvent = { type: e.type, cluster_id: clusterId, timestamp: new Date().toISOString(), seq };
     if (e.node_id) env.node_id = e.node_id;
     if (e.data) env.data = e.data;
     const text = JSON.stringify(env);
@@ -111,16 +138,77 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   // ---- helpers ----
   const getCluster = (req: HttpRequest<unknown>): Cluster => {
     const c = clusters.get(req.params['id'] ?? '');
-    if (!c) throw new HttpError(404, `cluster ${req.params['id']} not found`);
+    // Unknown ids are echoed at most at their length bound: a 100 KB path is not sent back whole.
+    if (!c) throw new HttpError(404, `cluster ${(req.params['id'] ?? '').slice(0, clusterIdCharsMax)} not found`);
     return c;
   };
   const getNode = (c: Cluster, nodeId: string | undefined | null): NodeId => {
-    if (!nodeId || !c.nodes.has(nodeId)) throw new HttpError(404, `node ${nodeId} not found in cluster ${c.id}`);
+    if (!nodeId || !c.nodes.has(nodeId)) {
+      throw new HttpError(404, `node ${String(nodeId).slice(0, nodeIdCharsMax)} not found in cluster ${c.id}`);
+    }
     return nodeId;
+  };
+  /**
+   * Strings a node will store must be well-formed UTF-16: a lone surrogate (valid in JSON) cannot be
+   * sent back in a query (encodeURIComponent throws) nor survive the base64 of a value, so it is a 400.
+   */
+  const wellFormed = (field: string, s: string | undefined): void => {
+    if (s === undefined || !loneSurrogate.test(s)) return;
+    throw new HttpError(400, `${field}: must be well-formed Unicode (it contains a lone surrogate)`);
+  };
+  /** A query parameter bounded like a body field (limits.ts): null when absent, 400 past `charsMax`. */
+  const boundedQuery = (req: HttpRequest<unknown>, name: string, charsMax: number): string | null => {
+    const v = req.query.get(name);
+    if (v !== null && v.length > charsMax) {
+      throw new HttpError(400, `${name}: must not have more than ${charsMax} characters`);
+    }
+    return v;
   };
   const replyError = (r: Extract<ClientReply, { ok: false }>, forRead: boolean): HttpResult => {
     if (r.code === 'quorum_not_met' && !forRead) return { status: 409, body: { error: r.error } };
     return { status: forRead ? 404 : r.status, body: { error: r.error } };
+  };
+
+  // ---- memory budgets (limits.ts): read once per server
+  const nodeMemoryMb = nodeMemoryMbFromEnv();
+  const storedBytesMax = nodeMemoryMb * 1024 * 1024;
+  const maxNodes = maxNodesFromEnv(os.totalmem());
+  const liveNodes = (): number => {
+    let n = 0;
+    for (const c of clusters.values()) n += c.liveNodes;
+    return n;
+  };
+  /** REPLSIM_MAX_NODES: 409 naming the limit when `more` live nodes would pass it. */
+  const checkNodeRoom = (more: number): void => {
+    const live = liveNodes();
+    if (live + more > maxNodes) {
+      throw new HttpError(409, `too many live nodes: ${live} running, ${more} more would pass REPLSIM_MAX_NODES (${maxNodes}); delete clusters or nodes first`);
+    }
+  };
+  /** A node's worker exited: logged, counted by reason, and (unless stopped on purpose) published. */
+  const onNodeExit = (cid: string, nid: string, exit: { reason: string; code: number; error?: string }): void => {
+    metrics.workerExits.inc({ reason: exit.reason });
+    if (exit.reason === 'stopped') return;
+    log.error({ cluster: cid, node: nid, reason: exit.reason, code: exit.code, error: exit.error }, 'node worker exited');
+    const data: Record<string, unknown> = { reason: exit.reason, exit_code: exit.code };
+    if (exit.error !== undefined) data['error'] = exit.error;
+    publish(cid, { type: 'node_crashed', node_id: nid, data });
+  };
+  /**
+   * One node's answer within nodeCallDeadlineMs: a crashed node is a 409 at once, a silent one a
+   * 409 after the deadline (both name what to do).
+   */
+  const callNode = async <T>(n: NodeHandle, call: (h: NodeHandle) => Promise<T>): Promise<T> => {
+    if (n.isDown) throw new HttpError(409, `node ${n.id} has crashed (${n.exit?.reason ?? 'exited'}); restart it with POST .../nodes/${n.id}/restart`);
+    let err: unknown;
+    const r = await withinMs(call(n).catch((e: unknown) => {
+      err = e;
+      throw e;
+    }), nodeCallDeadlineMs);
+    if (r !== undefined) return r;
+    if (err instanceof NodeDownError || n.isDown) throw new HttpError(409, `node ${n.id} crashed before answering; restart it with POST .../nodes/${n.id}/restart`);
+    if (err !== undefined) throw err;
+    throw new HttpError(409, `node ${n.id} did not answer within ${nodeCallDeadlineMs} ms (stalled or overloaded)`);
   };
 
   const createCluster = async (body: ClusterConfigBody): Promise<HttpResult> => {
@@ -133,12 +221,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     if (!eff.ok) throw new HttpError(400, eff.error);
     if (!isImplemented(eff.config.strategy)) throw new HttpError(400, `strategy ${eff.config.strategy} is not implemented yet`);
     if (clusters.size >= (opts.clustersMax ?? clustersMaxDefault)) throw new HttpError(409, `too many clusters (${clusters.size}); delete some first`);
-    const c = new Cluster(eff.config, timings, {
-      event: publish,
-      nodeExit: (cid, nid, code) => {
-        if (code !== 0 && code !== 1) log.warn({ cluster: cid, node: nid, code }, 'node actor exited');
-      },
-    });
+    checkNodeRoom(eff.config.node_count);
+    const c = new Cluster(eff.config, timings, { event: publish, nodeExit: onNodeExit }, { storedBytesMax });
     clusters.set(c.id, c);
     try {
       await c.start();
@@ -167,6 +251,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     readCounts.forget(id);
     droppedSeen.delete(id);
     historySeen.delete(id);
+    eventSeq.delete(id);
     return true;
   };
 
@@ -213,10 +298,28 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     await Promise.all([...clusters.keys()].map((id) => deleteCluster(id)));
     return { status: 200, body: { status: 'reset' } };
   });
-  app.get('/api/v1/simulation/state', async () => ({ status: 200, body: { clusters: await Promise.all([...clusters.values()].map((c) => c.state())) } }));
+  app.get('/api/v1/simulation/state', async () => ({
+    status: 200,
+    body: {
+      clusters: await Promise.all([...clusters.values()].map((c) => c.state())),
+      // Memory budgets (README "Memory budgets"): per-node stored bytes and worker heap, live-node cap.
+      limits: {
+        node_memory_mb: nodeMemoryMb,
+        node_stored_bytes_max: storedBytesMax,
+        worker_heap_mb: workerHeapMb(nodeMemoryMb),
+        max_nodes: maxNodes,
+        live_nodes: liveNodes(),
+        node_call_deadline_ms: nodeCallDeadlineMs,
+      },
+    },
+  }));
   app.get('/api/v1/simulation/metrics', async () => {
     const out: Record<string, unknown> = {};
-    for (const c of clusters.values()) out[c.id] = c.metrics(await c.statuses());
+    const all = [...clusters.values()];
+    const st = await Promise.all(all.map((c) => c.statuses()));
+    all.forEach((c, i) => {
+      out[c.id] = c.metrics(st[i]);
+    });
     return { status: 200, body: out };
   });
 
@@ -233,7 +336,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const body = req.body as ClusterConfigPatch;
     if (body.replication_mode !== undefined && c.config.strategy === 'single_leader') {
       c.config.replication_mode = body.replication_mode;
-      await Promise.all([...c.nodes.values()].map((n) => n.remote.control({ kind: 'replication_mode', mode: body.replication_mode as 'async' })));
+      // Crashed nodes take the new mode from the config when they restart.
+      await Promise.allSettled([...c.nodes.values()].filter((n) => !n.isDown).map((n) => n.remote.control({ kind: 'replication_mode', mode: body.replication_mode as 'async' })));
     }
     return { status: 200, body: await c.state() };
   }, { body: ClusterConfigPatch });
@@ -242,6 +346,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.post('/api/v1/clusters/:id/write', (req) => {
     const c = getCluster(req);
     const b = req.body as WriteRequest;
+    wellFormed('key', b.key);
+    wellFormed('value', b.value);
+    wellFormed('client_id', b.client_id);
     const op: ClientOp = { op: 'write', key: b.key, value: b.value ?? '' };
     if (b.client_id !== undefined) op.client_id = b.client_id;
     return new Promise<HttpResult>((resolve) => submitWrite(c, op, b.target_node_id, (r) => {
@@ -251,12 +358,12 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
 
   app.get('/api/v1/clusters/:id/read', async (req) => {
     const c = getCluster(req);
-    const key = req.query.get('key');
+    const key = boundedQuery(req, 'key', keyCharsMax);
     if (key === null || key === '') throw new HttpError(404, 'query parameter key is required');
-    const nodeId = req.query.get('node_id') ?? c.defaultTarget();
+    const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? c.defaultTarget();
     getNode(c, nodeId);
     const op: ClientOp = { op: 'read', key };
-    const clientId = req.query.get('client_id');
+    const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
     if (clientId) op.client_id = clientId;
     if (hub.size > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
     const r = tracing.on ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id }) : await c.clientOp(nodeId as string, op);
@@ -268,12 +375,12 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
 
   app.delete('/api/v1/clusters/:id/kv', async (req) => {
     const c = getCluster(req);
-    const key = req.query.get('key');
+    const key = boundedQuery(req, 'key', keyCharsMax);
     if (key === null || key === '') throw new HttpError(400, 'query parameter key is required');
-    const nodeId = req.query.get('node_id') ?? undefined;
+    const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? undefined;
     if (nodeId !== undefined) getNode(c, nodeId);
     const op: ClientOp = { op: 'delete', key };
-    const clientId = req.query.get('client_id');
+    const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
     if (clientId) op.client_id = clientId;
     const r = await doWrite(c, op, nodeId);
     if (!r.ok) return { status: r.status, body: { error: r.error } };
@@ -283,6 +390,12 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.post('/api/v1/clusters/:id/write-batch', async (req) => {
     const c = getCluster(req);
     const b = req.body as BatchWriteRequest;
+    wellFormed('client_id', b.client_id);
+    b.entries.forEach((e, i) => {
+      wellFormed(`entries[${i}].key`, e.key);
+      wellFormed(`entries[${i}].value`, e.value);
+      wellFormed(`entries[${i}].client_id`, e.client_id);
+    });
     if (b.atomic) {
       if (c.config.strategy !== 'single_leader') throw new HttpError(400, `atomic batches are supported on single_leader clusters only (this cluster is ${c.config.strategy})`);
       const leader = c.defaultTarget();
@@ -317,7 +430,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   };
   app.get('/api/v1/clusters/:id/placement', async (req) => {
     const c = getCluster(req);
-    const key = req.query.get('key') ?? '';
+    const key = boundedQuery(req, 'key', keyCharsMax) ?? '';
     const nRaw = req.query.get('n');
     const n = nRaw === null ? 3 : Number(nRaw);
     if (!Number.isInteger(n) || n < 1) throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
@@ -327,7 +440,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.get('/api/v1/clusters/:id/suspicion', async (req) => {
     const c = getCluster(req);
     if (c.config.strategy !== 'leaderless') throw new HttpError(400, `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`);
-    const r = await c.nodes.get(firstOnline(c))?.remote.control({ kind: 'custom', name: 'suspicion' });
+    const r = await callNode(c.nodes.get(firstOnline(c)) as NodeHandle, (h) => h.remote.control({ kind: 'custom', name: 'suspicion' }));
     if (!r?.ok) throw new HttpError(r?.status ?? 500, r?.error ?? 'suspicion unavailable');
     return { status: 200, body: r.data };
   });
@@ -335,17 +448,18 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const c = getCluster(req);
     if (c.config.strategy !== 'multi_leader') return { status: 200, body: { conflicts: [] } };
     const all = await Promise.all([...c.nodes.values()].map(async (n) => {
-      const r = await n.remote.control({ kind: 'custom', name: 'conflicts' });
-      return r.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
+      const r = n.isDown ? undefined : await withinMs(n.remote.control({ kind: 'custom', name: 'conflicts' }), nodeCallDeadlineMs);
+      return r?.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
     }));
     return { status: 200, body: { conflicts: all.flat() } };
   });
   app.post('/api/v1/clusters/:id/conflicts/resolve', async (req) => {
     const c = getCluster(req);
     const b = req.body as ResolveConflictRequest;
+    wellFormed('key', b.key);
     if (c.config.strategy !== 'multi_leader') throw new HttpError(400, `manual conflict resolution applies to multi_leader clusters; this cluster is ${c.config.strategy}`);
     const node = getNode(c, b.node_id);
-    const r = await c.nodes.get(node)?.remote.control({ kind: 'custom', name: 'resolve', args: { key: b.key, choice: b.choice } });
+    const r = await callNode(c.nodes.get(node) as NodeHandle, (h) => h.remote.control({ kind: 'custom', name: 'resolve', args: { key: b.key, choice: b.choice } }));
     if (!r?.ok) throw new HttpError(r?.status === 404 ? 409 : (r?.status ?? 409), r?.error ?? `no pending conflict for key ${b.key} on ${node}`);
     c.kick();
     return { status: 200, body: r.data ?? { status: 'resolved', key: b.key, choice: b.choice } };
@@ -358,7 +472,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   };
   app.post('/api/v1/clusters/:id/nodes', async (req) => {
     const c = getCluster(req);
-    if (c.nodes.size >= 64) throw new HttpError(409, 'a cluster has at most 64 nodes');
+    if (c.nodes.size >= nodeCountMax) throw new HttpError(409, `a cluster has at most ${nodeCountMax} nodes`);
+    checkNodeRoom(1);
     const h = await c.addNode().catch(statusOf);
     publish(c.id, { type: 'node_state_changed', node_id: h.id, data: { state: 'online', reason: 'added' } });
     return { status: 201, body: await c.nodeStatus(h.id) };
@@ -373,14 +488,14 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.post('/api/v1/clusters/:id/nodes/:nodeId/pause', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.pause(nodeId);
+    await c.pause(nodeId).catch(statusOf);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'paused' } });
     return { status: 200, body: { status: 'paused', node: nodeId } };
   });
   app.post('/api/v1/clusters/:id/nodes/:nodeId/resume', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.resume(nodeId);
+    await c.resume(nodeId).catch(statusOf);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online' } });
     return { status: 200, body: { status: 'resumed', node: nodeId } };
   });
@@ -388,22 +503,52 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
     const ms = (req.body as ClockSkewRequest).ms;
-    await c.nodes.get(nodeId)?.remote.control({ kind: 'clock_skew', ms });
+    await callNode(c.nodes.get(nodeId) as NodeHandle, (h) => h.remote.control({ kind: 'clock_skew', ms }));
     return { status: 200, body: { status: 'skewed', node: nodeId, skew_ms: ms } };
   }, { body: ClockSkewRequest });
   app.get('/api/v1/clusters/:id/nodes/:nodeId/log', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    return { status: 200, body: await c.nodes.get(nodeId)?.remote.log() };
+    return { status: 200, body: await callNode(c.nodes.get(nodeId) as NodeHandle, (h) => h.remote.log()) };
   });
   app.get('/api/v1/clusters/:id/nodes/:nodeId/store', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    const store = (await c.nodes.get(nodeId)?.remote.store()) ?? {};
+    const store = await callNode(c.nodes.get(nodeId) as NodeHandle, (h) => h.remote.store());
     const out: Record<string, KVEntry> = {};
     for (const [k, v] of Object.entries(store)) out[k] = toKVEntry(v);
     return { status: 200, body: out };
   });
+
+  // Crash and restart (README "Node crashes"): the worker is killed with no goodbye; a restart
+  // builds a new one from the node's durable storage, and it catches up by its strategy's repair.
+  app.post('/api/v1/clusters/:id/nodes/:nodeId/crash', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    await c.crash(nodeId).catch(statusOf);
+    return { status: 200, body: { status: 'crashed', node: nodeId } };
+  });
+  app.post('/api/v1/clusters/:id/nodes/:nodeId/restart', async (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    if (c.nodes.get(nodeId)?.isDown) checkNodeRoom(1);
+    await c.restart(nodeId).catch(statusOf);
+    publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online', reason: 'restarted' } });
+    return { status: 200, body: await c.nodeStatus(nodeId) };
+  });
+  app.post('/api/v1/clusters/:id/nodes/:nodeId/stall', (req) => {
+    const c = getCluster(req);
+    const nodeId = getNode(c, req.params['nodeId']);
+    const ms = (req.body as StallRequest).ms;
+    if (ms > nodeStallMsMax) throw new HttpError(400, `ms: must be at most ${nodeStallMsMax} (nodeStallMsMax)`);
+    const n = c.nodes.get(nodeId) as NodeHandle;
+    if (n.isDown) throw new HttpError(409, `node ${nodeId} has crashed; restart it first`);
+    // Not awaited: the node answers nothing until the stall ends.
+    n.remote.stall(ms).catch(() => {
+      // crashed meanwhile
+    });
+    return { status: 202, body: { status: 'stalled', node: nodeId, ms } };
+  }, { body: StallRequest });
 
   // ---- network faults ----
   const checkNodes = (c: Cluster, ids: string[]): void => {
@@ -466,11 +611,27 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   registerScenarioRoutes({ app, clusters, publish, createCluster: provision, selfBase: () => `http://127.0.0.1:${boundPort}` });
 
   // ---- /ws ----
+  // Capped in number (503 past REPLSIM_WS_CLIENTS_MAX); a client that lost events to its bounded
+  // queue gets an events_dropped frame once it drains, so a page knows to resynchronise.
   app.ws<{ clusterId: string | null }>('/ws', {
-    upgrade: (info) => ({ data: { clusterId: info.query.get('cluster_id') } }),
-    open: (c: WsClient<{ clusterId: string | null }>) => hub.add(c),
+    upgrade: (info) => {
+      const clusterId = info.query.get('cluster_id');
+      if (clusterId !== null && clusterId.length > clusterIdCharsMax) {
+        const error = `cluster_id: must not have more than ${clusterIdCharsMax} characters`;
+        return { reject: { status: 400, error } };
+      }
+      if (!hub.hasRoom()) {
+        const error = `too many /ws clients (${hub.size} of ${wsClientsMax}); close one or raise REPLSIM_WS_CLIENTS_MAX`;
+        return { reject: { status: 503, error } };
+      }
+      return { data: { clusterId } };
+    },
+    open: (c: WsClient<{ clusterId: string | null }>) => {
+      hub.add(c);
+    },
+    drain: (c) => hub.drained(c),
     close: (c) => hub.remove(c),
-    maxQueueBytes: wsQueueBytes,
+    maxQueueBytes: wsClientQueueBytes,
   });
 
   const port = await app.listen(opts.port, opts.host ?? '0.0.0.0');

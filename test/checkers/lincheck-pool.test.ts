@@ -38,6 +38,31 @@ t.test('the pool gives the inline verdict and explanation', async (t) => {
   t.ok(lincheckPoolStats().completed >= 3, 'the checks ran in the pool');
 });
 
+t.test('typed and compound values cross to the worker intact', async (t) => {
+  // Vectors, maps and keywords as register values: a write of {:a [1 2]} read back as (1 2) is a
+  // violation, and 1 vs "1" too; the worker must judge the cloned values as the inline checker does.
+  const ops = [
+    ['write', '{:a [1 2], :b :k}', null],
+    ['read', 'nil', '{:b :k, :a (1 2)}'],
+    ['write', '[1 "1"]', null],
+    ['read', 'nil', '[1 1]'],
+  ] as const;
+  const text = ops.flatMap(([f, value, result], i) => [
+    `{:process ${i}, :type :invoke, :f :${f}, :value ${value}}`,
+    `{:process ${i}, :type :ok, :f :${f}, :value ${result ?? value}}`,
+  ]).join('\n');
+  const parsed = parseHistory(text);
+  if (!parsed.ok) return t.fail(parsed.error);
+  const pooled = await checkInPool(parsed.history, 'register', { timeoutMs: 30_000 });
+  const inline = checkHistory(parsed.history, models.register);
+  t.equal(inline.verdict, 'not-linearizable', 'the read of [1 1] after [1 "1"] was written is a violation');
+  t.equal(pooled.verdict, inline.verdict, 'the same verdict in the pool');
+  if (pooled.verdict === 'not-linearizable' && inline.verdict === 'not-linearizable') {
+    t.same(pooled.violation, inline.violation, 'the same violation');
+    t.equal(pooled.violation.opIndex, 3, 'the culprit is the last read, not the map read');
+  }
+});
+
 t.test('the event loop keeps turning while a large history is checked', async (t) => {
   const history = load('kv/c50-ok.txt');
   let ticks = 0;

@@ -410,3 +410,50 @@ t.test('summarize renders messages compactly and deterministically', async (t) =
   ];
   for (const c of cases) t.equal(summarize(c.msg), c.want);
 });
+
+/**
+ * The counter with a durable hand-off: each drain that changed the persistent state emits one
+ * record holding it (a checkpoint each time: enough for the runtime). With `recordsMax`, records
+ * past that many are not emitted, as a core that misses durable changes would.
+ */
+class DurableCounterCore extends CounterCore {
+  private emitted = '';
+  private records = 0;
+  constructor(
+    opts: CoreOptions,
+    private readonly recordsMax = Infinity,
+  ) {
+    super(opts);
+  }
+
+  override drain(out: CoreOutput): void {
+    super.drain(out);
+    const now = JSON.stringify(this.persistentState());
+    if (now === this.emitted) return;
+    this.emitted = now;
+    if (++this.records > this.recordsMax) return;
+    (out.durable ??= []).push({ state: JSON.parse(now) as Persisted });
+  }
+}
+
+const counterFold = {
+  fold: (_state: unknown, r: unknown): unknown => (r as { state: Persisted }).state,
+  isCheckpoint: (): boolean => true,
+};
+
+t.test('with a durable fold, a crash keeps the fold of the drained records and a restart is built from it', async (t) => {
+  const c = cluster({ factory: (o) => new DurableCounterCore(o), durableFold: counterFold });
+  for (let i = 0; i < 3; i++) t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: `k${i}`, value: `v${i}` }), 1000)?.ok);
+  t.same(c.durableState('n1'), counter(c, 'n1').persistentState(), 'storage holds what the core would persist');
+  c.crash('n1');
+  c.restart('n1');
+  t.same(counter(c, 'n1').restoredFrom, { counter: 3, store: { k0: 'v0', k1: 'v1', k2: 'v2' } }, 'restarted from the fold');
+  const none = cluster({ factory: (o) => new DurableCounterCore(o) });
+  t.equal(none.durableState('n1'), undefined, 'without a fold, nothing is kept but persistentState() at the crash');
+});
+
+t.test('a crash whose fold misses a durable record is refused (a core bug, not a fault)', async (t) => {
+  const c = cluster({ factory: (o) => new DurableCounterCore(o, 1), durableFold: counterFold });
+  for (let i = 0; i < 3; i++) t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: `k${i}`, value: `v${i}` }), 1000)?.ok);
+  t.throws(() => c.crash('n1'), /fold of its durable records differs/, 'the changes after the first record are missing');
+});

@@ -192,7 +192,11 @@ t.test('heartbeats arrive as comments, and SDK keys are checked', async (t) => {
 t.test('a client that stops reading is disconnected instead of growing server memory', async (t) => {
   const h = await startHarness(t, { FLAGS_SSE_CLIENT_BUFFER_BYTES: '65536' });
   const tok = await h.login();
-  const big = boolFlag('big', { name: 'x'.repeat(400_000) });
+  // About 180 KB: three string variations near the 64 KiB value limit (src/flags/limits.ts).
+  const big = {
+    key: 'big', type: 'string', enabled: true, defaultVariation: 'a',
+    variations: ['a', 'b', 'c'].map((k) => ({ key: k, value: k.repeat(60_000) })),
+  };
   await h.call('POST', `${E}/flags`, { token: tok, body: big });
   const key = (await sdkKeys(h, tok))['prod'] ?? '';
   const sock = connect(h.server.port, '127.0.0.1');

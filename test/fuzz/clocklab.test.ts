@@ -5,9 +5,13 @@
  * then a subset through its browser-facing proxy. After every success the simulation is reset and the
  * fixture rebuilt (it is in-process and cheap); the state a refused request must not change is the
  * simulation state without its clock (processes with their clocks, channels, partitions, snapshots,
- * delivery mode) and every KV key's versions. Properties and runner: harness.ts.
+ * delivery mode) and every KV key's versions. After every accepted write the stored object is read
+ * back through the paths that return it (the process, the KV key and the key list, the state), and
+ * every event published meanwhile must reach a /ws client as one parseable JSON frame, the replay on
+ * connect included (issue 16: every accepted object must be servable). Properties and runner: harness.ts.
  */
 import { spawn } from 'node:child_process';
+import WebSocket from 'ws';
 import path from 'node:path';
 import t from 'tap';
 import { api } from '../helpers/http.js';
@@ -114,6 +118,53 @@ async function rebuild(labBase: string, fx: Fixture): Promise<void> {
   fx.partitionId = (await must(c.post<{ id: string }>('/api/v1/partition', { side_a: ['p4'], side_b: ['victim'] }), 'partition')).id;
 }
 
+/** Fails the run when a read-back path does not serve what was accepted. */
+async function served(base: string, path: string, what: string): Promise<any> {
+  const r = await api(base).get(path);
+  if (r.status !== 200 || r.body === undefined) throw new Error(`read-back: ${what} (GET ${path}) answered ${r.status} ${r.text.slice(0, 200)}`);
+  return r.body;
+}
+
+/** Reads back an accepted write through every path that returns it. */
+function readBack(kind: 'process' | 'kv' | 'state'): (srv: Started, fx: Fixture, responseText: string) => Promise<void> {
+  return async (_srv, fx, text) => {
+    const accepted = text === '' ? undefined : (JSON.parse(text) as Record<string, any>);
+    if (kind === 'process' && accepted) {
+      const one = await served(fx.labBase, `/api/v1/processes/${encodeURIComponent(accepted['id'])}`, 'the new process');
+      if (one.id !== accepted['id']) throw new Error(`read-back: process ${accepted['id']} came back as ${one.id}`);
+      const list = await served(fx.labBase, '/api/v1/processes', 'the process list');
+      if (!list.processes.some((p: { id: string }) => p.id === accepted['id'])) throw new Error(`read-back: process ${accepted['id']} is not listed`);
+    }
+    if (kind === 'kv' && accepted) {
+      const key = accepted['key'] as string;
+      const value = accepted['written']?.value as string;
+      const read = await served(fx.labBase, `/api/v1/kv/${encodeURIComponent(key)}`, 'the written key');
+      const stored = read.versions.map((v: { value: string }) => v.value);
+      if (accepted['outcome'] !== 'conflict' && !stored.includes(value)) throw new Error(`read-back: key ${JSON.stringify(key).slice(0, 80)} does not hold the written value`);
+      const keys = await served(fx.labBase, '/api/v1/kv', 'the key list');
+      if (!keys.keys.includes(key)) throw new Error(`read-back: key ${JSON.stringify(key).slice(0, 80)} is not listed`);
+    }
+    await served(fx.labBase, '/api/v1/simulation/state', 'the simulation state');
+  };
+}
+
+/** Every frame the fuzzed lab publishes on /ws, checked to parse as one `{type, seq, ts, data}` event. */
+const frames = { parsed: 0, bad: [] as string[] };
+function watchEvents(labBase: string): void {
+  const ws = new WebSocket(`${labBase.replace('http', 'ws')}/ws`);
+  ws.on('message', (data) => {
+    const text = data.toString();
+    try {
+      const e = JSON.parse(text) as { type?: unknown; seq?: unknown };
+      if (typeof e.type !== 'string' || typeof e.seq !== 'number') throw new Error('not an event envelope');
+      frames.parsed++;
+    } catch (err) {
+      if (frames.bad.length < 5) frames.bad.push(`${(err as Error).message}: ${text.slice(0, 120)}`);
+    }
+  });
+  ws.on('error', () => {});
+}
+
 const processBody: Hostile = { id: 'p9', clock_type: 'vector' };
 const messageBody: Hostile = { from: 'p1', to: 'p2', payload: 'hello', amount: 5 };
 const kvBody: Hostile = { value: 'two', writer: 'p2', version: { p2: 1 } };
@@ -124,10 +175,10 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/metrics' },
   { method: 'GET', path: '/ws', query: () => [['token', 'x']] },
   { method: 'GET', path: '/api/v1/processes' },
-  { method: 'POST', path: '/api/v1/processes', body: () => processBody },
+  { method: 'POST', path: '/api/v1/processes', body: () => processBody, cleanup: readBack('process') },
   { method: 'GET', path: '/api/v1/processes/{id}', params: () => ({ id: 'p4' }) },
   { method: 'DELETE', path: '/api/v1/processes/{id}', params: () => ({ id: 'victim' }) },
-  { method: 'POST', path: '/api/v1/processes/{id}/event', params: () => ({ id: 'p2' }), body: () => ({ label: 'work' }) },
+  { method: 'POST', path: '/api/v1/processes/{id}/event', params: () => ({ id: 'p2' }), body: () => ({ label: 'work' }), cleanup: readBack('state') },
   { method: 'POST', path: '/api/v1/processes/{id}/snapshot', params: () => ({ id: 'p2' }) },
   { method: 'POST', path: '/processes/{id}/snapshot', label: 'without /api/v1', params: () => ({ id: 'p3' }) },
   { method: 'GET', path: '/api/v1/snapshots' },
@@ -135,8 +186,8 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/snapshots/{id}', label: 'without /api/v1', params: (fx) => ({ id: fx.snapshotId }) },
   { method: 'GET', path: '/api/v1/snapshots/{id}/verify', params: (fx) => ({ id: fx.snapshotId }) },
   { method: 'GET', path: '/snapshots/{id}/verify', label: 'without /api/v1', params: (fx) => ({ id: fx.snapshotId }) },
-  { method: 'POST', path: '/api/v1/messages', body: () => messageBody },
-  { method: 'POST', path: '/api/v1/broadcast', body: () => ({ from: 'p3', payload: 'all' }) },
+  { method: 'POST', path: '/api/v1/messages', body: () => messageBody, cleanup: readBack('state') },
+  { method: 'POST', path: '/api/v1/broadcast', body: () => ({ from: 'p3', payload: 'all' }), cleanup: readBack('state') },
   { method: 'GET', path: '/api/v1/channels' },
   { method: 'POST', path: '/api/v1/channels/{from}/{to}/faults', params: () => ({ from: 'p1', to: 'p3' }), body: () => ({ delay_ms: 20, drop_rate: 0.5, reorder: true, reorder_window_ms: 30 }) },
   { method: 'POST', path: '/api/v1/partition', body: () => ({ side_a: ['p1'], side_b: ['p2', 'p3'] }) },
@@ -145,7 +196,7 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/api/v1/delivery' },
   { method: 'PUT', path: '/api/v1/delivery', body: () => ({ mode: 'immediate' }) },
   { method: 'GET', path: '/api/v1/kv' },
-  { method: 'PUT', path: '/api/v1/kv/{key}', params: () => ({ key: 'k2' }), body: () => kvBody },
+  { method: 'PUT', path: '/api/v1/kv/{key}', params: () => ({ key: 'k2' }), body: () => kvBody, cleanup: readBack('kv') },
   { method: 'GET', path: '/api/v1/kv/{key}', params: () => ({ key: 'k1' }), query: () => [['reader', 'p3']] },
   { method: 'GET', path: '/api/v1/scenarios' },
   { method: 'POST', path: '/api/v1/scenarios/{name}/run', params: () => ({ name: 'FalseConflict' }), runsFactor: 0.5 },
@@ -180,6 +231,7 @@ function lab(name: string, viaProxy: boolean, eps: Array<Endpoint<Fixture>>): Se
     start: () => startLab(viaProxy),
     setup: async (srv) => {
       const fx: Fixture = { labBase: (srv as LabStarted).labBase, snapshotId: '', partitionId: '' };
+      watchEvents(fx.labBase);
       await rebuild(fx.labBase, fx);
       return fx;
     },
@@ -195,3 +247,7 @@ function lab(name: string, viaProxy: boolean, eps: Array<Endpoint<Fixture>>): Se
 allowTime(t, fuzzOptions(10), endpoints.length + proxyEndpoints.length);
 await t.test('the clock lab itself', (t) => fuzzService(t, lab('clock lab', false, endpoints), fuzzOptions(10)));
 await t.test('the clock lab through its browser-facing proxy', (t) => fuzzService(t, lab('clock lab proxy', true, proxyEndpoints), fuzzOptions(4)));
+t.test('every event published while fuzzing reached /ws as one parseable event, the replays on connect included', async (t) => {
+  t.same(frames.bad, [], 'no frame failed to parse');
+  t.ok(frames.parsed > 0, `${frames.parsed} frames parsed`);
+});

@@ -4,9 +4,11 @@
  * process (dist/src/flags/main.js) on a temp SQLite file. The fixture is one project with flags of
  * every shape, a segment, and victims for the deletes; the state a refused request must not change
  * is the projects and environments, the fixture flags and segments, each project's newest audit
- * record and the users. Properties and runner: harness.ts.
+ * record and the users. Every accepted flag or segment is read back through every path that returns
+ * it (readBack). Properties and runner: harness.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -124,12 +126,52 @@ async function snapshot(srv: Started, fx: Fixture): Promise<unknown> {
   };
 }
 
+/**
+ * Read-back of an accepted flag or segment through every path that returns it (issue 16: every
+ * stored object must be servable): the resource, its list, the SDK's latest-all, both evaluate
+ * APIs (flags) and the audit log each answer 200 with JSON that holds the object as accepted.
+ * Throws (failing the property with the request that caused it) on the first path that does not.
+ */
+async function readBack(srv: Started, fx: Fixture, text: string, kind: 'flag' | 'segment'): Promise<void> {
+  const accepted = parseJson(text) as { key?: unknown; version?: unknown } | undefined;
+  if (typeof accepted?.key !== 'string') throw new Error(`read-back: the 2xx answer holds no ${kind}: ${text.slice(0, 200)}`);
+  const c = api(srv.base);
+  const h = auth(fx);
+  const key = encodeURIComponent(accepted.key);
+  const base = '/api/v1/projects/fz';
+  const env = `${base}/environments/prod`;
+  const same = (what: string, got: unknown): void => {
+    if (!isDeepStrictEqual(got, accepted)) throw new Error(`read-back: ${what} does not return the accepted ${kind} ${accepted.key as string}: ${JSON.stringify(got)?.slice(0, 200)}`);
+  };
+  const ok = async <T>(what: string, r: Promise<{ status: number; body: T; text: string }>): Promise<T> => {
+    const res = await r;
+    if (res.status !== 200) throw new Error(`read-back: ${what} answered ${res.status} ${res.text.slice(0, 200)}`);
+    return res.body;
+  };
+  const found = (list: unknown): unknown => (Array.isArray(list) ? list.find((x: { key?: unknown }) => x.key === accepted.key) : undefined);
+  if (kind === 'flag') {
+    same('GET flag', await ok('GET flag', c.get(`${env}/flags/${key}`, h)));
+    same('list flags', found(await ok('list flags', c.get(`${env}/flags`, h))));
+    same('SDK latest-all', (await ok<{ flags: Record<string, unknown> }>('SDK latest-all', c.get('/sdk/v1/latest-all', sdk(fx)))).flags[accepted.key]);
+    await ok('management evaluate', c.post(`${env}/evaluate`, { ...(evaluateBody as Record<string, Hostile>), flagKeys: [accepted.key] }, h));
+    await ok('SDK evaluate', c.post('/sdk/v1/evaluate', { ...(evaluateBody as Record<string, Hostile>), flagKeys: [accepted.key] }, sdk(fx)));
+  } else {
+    same('GET segment', await ok('GET segment', c.get(`${base}/segments/${key}`, h)));
+    same('list segments', found(await ok('list segments', c.get(`${base}/segments`, h))));
+    same('SDK latest-all', (await ok<{ segments: Record<string, unknown> }>('SDK latest-all', c.get('/sdk/v1/latest-all', sdk(fx)))).segments[accepted.key]);
+  }
+  const audit = await ok<Array<{ resourceKey: string; version: number; after: unknown }>>('audit', c.get(`${base}/audit?limit=5`, h));
+  same('audit', audit.find((a) => a.resourceKey === accepted.key && a.version === accepted.version)?.after);
+}
+
 /** Deletes what a successful create made (keys other than the fixture's), so the lists stay short. */
 const deleteCreatedFlag = async (srv: Started, fx: Fixture, text: string): Promise<void> => {
+  await readBack(srv, fx, text, 'flag');
   const key = (parseJson(text) as { key?: unknown } | undefined)?.key;
   if (typeof key === 'string' && !(key in fixtureFlags)) await api(srv.base).del(`/api/v1/projects/fz/environments/prod/flags/${encodeURIComponent(key)}`, auth(fx));
 };
 const deleteCreatedSegment = async (srv: Started, fx: Fixture, text: string): Promise<void> => {
+  await readBack(srv, fx, text, 'segment');
   const key = (parseJson(text) as { key?: unknown } | undefined)?.key;
   if (typeof key === 'string' && !(key in fixtureSegments)) await api(srv.base).del(`/api/v1/projects/fz/segments/${encodeURIComponent(key)}`, auth(fx));
 };
@@ -159,13 +201,13 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: `${E}/flags`, params: fz },
   { method: 'POST', path: `${E}/flags`, params: fz, body: () => ({ ...(fj as Record<string, Hostile>), key: 'fnew' }), cleanup: deleteCreatedFlag },
   { method: 'GET', path: `${E}/flags/{flagKey}`, params: () => ({ ...fz(), flagKey: 'f1' }) },
-  { method: 'PUT', path: `${E}/flags/{flagKey}`, label: 'string flag with every part', params: () => ({ ...fz(), flagKey: 'f1' }), body: () => withoutKey(f1) },
-  { method: 'PUT', path: `${E}/flags/{flagKey}`, label: 'json flag', params: () => ({ ...fz(), flagKey: 'fj' }), body: () => fj },
+  { method: 'PUT', path: `${E}/flags/{flagKey}`, label: 'string flag with every part', params: () => ({ ...fz(), flagKey: 'f1' }), body: () => withoutKey(f1), cleanup: (srv, fx, text) => readBack(srv, fx, text, 'flag') },
+  { method: 'PUT', path: `${E}/flags/{flagKey}`, label: 'json flag', params: () => ({ ...fz(), flagKey: 'fj' }), body: () => fj, cleanup: (srv, fx, text) => readBack(srv, fx, text, 'flag') },
   { method: 'DELETE', path: `${E}/flags/{flagKey}`, params: () => ({ ...fz(), flagKey: 'fdel' }) },
   { method: 'GET', path: `${P}/segments`, params: fz },
   { method: 'POST', path: `${P}/segments`, params: fz, body: () => ({ ...(s1 as Record<string, Hostile>), key: 'snew' }), cleanup: deleteCreatedSegment },
   { method: 'GET', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 's1' }) },
-  { method: 'PUT', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 's1' }), body: () => withoutKey(s1) },
+  { method: 'PUT', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 's1' }), body: () => withoutKey(s1), cleanup: (srv, fx, text) => readBack(srv, fx, text, 'segment') },
   { method: 'DELETE', path: `${P}/segments/{segmentKey}`, params: () => ({ ...fz(), segmentKey: 'sdel' }) },
   { method: 'GET', path: `${P}/audit`, params: fz, query: () => [['limit', '5']] },
   { method: 'POST', path: `${E}/evaluate`, params: fz, body: () => evaluateBody },
@@ -188,6 +230,7 @@ const svc: ServiceUnderTest<Fixture> = {
       FLAGS_ADMIN_PASSWORD: adminPassword,
       FLAGS_JWT_SECRET: 'fuzz-secret-fuzz-secret-fuzz-secret-0123456789',
       FLAGS_LOGIN_ATTEMPTS_PER_MINUTE: '1000000',
+      FLAGS_LOGIN_ATTEMPTS_PER_ACCOUNT: '1000000',
     }, 'FLAGS_PORT');
     const stop = started.stop;
     return { ...started, stop: async () => { await stop(); rmSync(dir, { recursive: true, force: true }); } };

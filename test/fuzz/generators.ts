@@ -1,6 +1,7 @@
 /**
  * Shared fast-check generators for the hostile-input fuzz suites: hostile JSON values (wrong types,
- * odd numbers, unicode with lone surrogates and NUL, ~900 KB strings, 10,000-level nesting), body
+ * odd numbers, unicode with lone surrogates, NUL and control characters, strings near and past the
+ * 1 MiB body cap, nesting at and past the 64-level edge limit up to 10,000 levels, long arrays), body
  * mutations that start from a valid body, raw non-JSON bytes, hostile path segments and query
  * strings. Pure data: nothing here sends a request (harness.ts does), and nothing knows a service.
  */
@@ -27,6 +28,32 @@ export function hugeString(): string {
   return hugeCache;
 }
 
+/** The adapter's nesting limit (src/http/json-limits.ts): a body may nest this deep, not one level more. */
+export const edgeNestingLevels = 64;
+/** The adapter's body cap (1 MiB). */
+export const bodyCapBytes = 1024 * 1024;
+/** The adapter's cap on array elements plus object members in one body. */
+export const edgeValuesMax = 100_000;
+
+/** A string that makes `seedText` (a body whose one field is replaced by it) exactly `targetBytes` long (ASCII, so bytes are characters). */
+export function stringFilling(seedBytes: number, targetBytes: number): string {
+  return 'n'.repeat(Math.max(0, targetBytes - seedBytes));
+}
+
+/** An array of `n` small numbers, as raw JSON (built once per size). */
+const longArrayCache = new Map<number, RawJson>();
+export function longArray(n: number): RawJson {
+  let a = longArrayCache.get(n);
+  if (!a) {
+    a = new RawJson(`[${'0,'.repeat(n - 1)}0]`, `an array of ${n} numbers`);
+    longArrayCache.set(n, a);
+  }
+  return a;
+}
+
+/** Every C0 control character, DEL and the C1/Unicode line breaks, in one string. */
+export const controlChars = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('') + '\u007f\u0085\u2028\u2029';
+
 export const deepArrays = (levels = deepNestingLevels): RawJson => new RawJson('['.repeat(levels) + ']'.repeat(levels), `${levels} nested arrays`);
 export const deepObjects = (levels = deepNestingLevels): RawJson => new RawJson('{"a":'.repeat(levels) + '1' + '}'.repeat(levels), `${levels} nested objects`);
 
@@ -41,7 +68,7 @@ export const edgeNumbers: Hostile[] = [
 /** Strings that break naive code: number look-alikes, encodings, traversal, prototype keys, control characters. */
 export const edgeStrings: string[] = [
   '', ' ', 'NaN', 'Infinity', '-Infinity', '-0', '1e308', '0x10', '1_000', 'true', 'null', 'undefined',
-  '\u0000', 'a\u0000b', '\uD800', '\uDFFF', 'x\uDBFF', '\uFEFF', '\u202E', '\u2028\u2029', '\r\n', '\t',
+  '\u0000', 'a\u0000b', controlChars, '\u0001\u001b[31m', '\uD800', '\uDFFF', 'x\uDBFF', '\uFEFF', '\u202E', '\u2028\u2029', '\r\n', '\t',
   '😀', 'e\u0301', '\uFFFF', '%', '%2F', '%00', '../..', '..', '.', '/', '\\', '*', '?', '#',
   '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf',
   "' OR 1=1 --", '"; DROP TABLE flags; --', '$where', '{{7*7}}', '${7*7}', '<script>alert(1)</script>',
@@ -74,7 +101,12 @@ const bigValue: fc.Arbitrary<Hostile> = fc.constantFrom<() => Hostile>(
   () => deepArrays(),
   () => deepObjects(),
   () => deepArrays(200),
+  () => deepArrays(edgeNestingLevels + 1),
+  () => deepObjects(edgeNestingLevels),
+  () => deepObjects(5000),
   () => Array.from({ length: 5000 }, (_, i) => i),
+  () => longArray(edgeValuesMax + 1),
+  () => controlChars,
 ).map((f) => f());
 
 /** Any hostile JSON value. */

@@ -142,3 +142,144 @@ t.test('membership: POST and DELETE nodes change a raft cluster through the log'
   t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'm3', value: 'v' })).status, 200, 'and commits');
   await sleep(10);
 });
+
+/** Six clients writing to the cluster (default target: the leader) until stop() resolves. */
+function writers(id: string, n = 6): { stop: () => Promise<void> } {
+  let running = true;
+  const loops = Array.from({ length: n }, async (_, w) => {
+    for (let i = 0; running; i++) {
+      await c.post(`${V}/clusters/${id}/write`, { key: `w${w}-${i % 20}`, value: `v${i}`, client_id: `writer${w}` });
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+// Regression (issue 16): with n1 and n2 paused, DELETE n3 timed out (409), the change committed
+// after the resume, and n3 stayed an online follower outside the configuration for ever (frozen
+// commit index, every key diverged), while a second DELETE answered "n3 is not a member".
+t.test('a raft removal that cannot commit in time completes consistently later: the node leaves, the cluster converges', async (t) => {
+  for (let round = 1; round <= 3; round++) {
+    const id = await raftCluster(5);
+    await waitLeader(id);
+    const w = writers(id);
+    await sleep(150);
+    await c.post(`${V}/clusters/${id}/nodes/n1/pause`);
+    await c.post(`${V}/clusters/${id}/nodes/n2/pause`);
+    // n1 may have led: a removal needs the leader of n3, n4, n5 (409 "no leader" until elected).
+    const first = await eventually(async () => {
+      const r = await c.del(`${V}/clusters/${id}/nodes/n3`);
+      return /no leader/.test(r.body?.error ?? '') ? undefined : r;
+    }, 5000, 50);
+    t.ok([204, 409].includes(first.status), `round ${round}: removal with two voters paused answers ${first.status}`);
+    if (first.status === 409) t.match(first.body.error, /n3|membership/, `round ${round}: the 409 says what happened: ${first.body.error}`);
+    await c.post(`${V}/clusters/${id}/nodes/n1/resume`);
+    await c.post(`${V}/clusters/${id}/nodes/n2/resume`);
+    // Either the pending removal commits (n3 is stopped and leaves by itself) or a repeated DELETE
+    // of the still-listed node finishes it.
+    await eventually(async () => {
+      const s = (await c.get(`${V}/clusters/${id}/state`)).body;
+      if (!s.node_ids.includes('n3')) return true;
+      const again = await c.del(`${V}/clusters/${id}/nodes/n3`);
+      return again.status === 204 || again.status === 404;
+    }, 8000, 100);
+    const s = (await c.get(`${V}/clusters/${id}/state`)).body;
+    t.notOk(s.node_ids.includes('n3'), `round ${round}: n3 is gone from the state`);
+    t.equal(s.node_ids.length, 4, `round ${round}: four nodes left`);
+    await w.stop();
+    const conv = await eventually(async () => {
+      const r = (await c.get(`${V}/clusters/${id}/convergence`)).body;
+      return r.converged === true && r.replicas.length === 4 ? r : undefined;
+    }, 5000, 100);
+    t.ok(conv.converged, `round ${round}: the four replicas converge (${conv.keys} keys)`);
+    t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'after', value: 'v' })).status, 200, `round ${round}: and commit`);
+    t.equal((await c.del(`${V}/clusters/${id}/nodes/n3`)).status, 404, `round ${round}: the removed node is unknown now`);
+    await c.del(`${V}/clusters/${id}`);
+  }
+});
+
+t.test('state names one authoritative leader_id; a paused former leader is shown as stale_leader', async (t) => {
+  const id = await raftCluster(3);
+  const { leader: old } = await waitLeader(id);
+  await c.post(`${V}/clusters/${id}/nodes/${old}/pause`);
+  const { leader: next, state } = await waitLeader(id, 5000, old);
+  t.not(next, old, 'a new leader is named');
+  const claims = Object.values(state.nodes).filter((n: any) => n.role === 'leader').map((n: any) => n.id);
+  t.ok(claims.includes(old), 'the paused node still says leader (it has not heard of the new term)');
+  t.equal(state.nodes[old].stale_leader, true, 'and is marked stale');
+  t.equal(state.nodes[old].state, 'paused');
+  t.notOk(state.nodes[next].stale_leader, 'the authoritative leader is not');
+  await c.post(`${V}/clusters/${id}/nodes/${old}/resume`);
+  const after = await eventually(async () => {
+    const s = (await c.get(`${V}/clusters/${id}/state`)).body;
+    return Object.values(s.nodes).filter((n: any) => n.role === 'leader').length === 1 && s.leader_id ? s : undefined;
+  }, 3000);
+  t.notOk(after.nodes[old].stale_leader, 'once resumed it learns the new term and steps down');
+  await c.del(`${V}/clusters/${id}`);
+});
+
+t.test('a leader cut off from the majority is not the leader_id', async (t) => {
+  const id = await raftCluster(5);
+  const { leader } = await waitLeader(id);
+  const others = ['n1', 'n2', 'n3', 'n4', 'n5'].filter((n) => n !== leader);
+  const p = await c.post(`${V}/clusters/${id}/network/partition`, { group_a: [leader], group_b: others });
+  t.ok(p.status === 200 || p.status === 201, 'partitioned');
+  const s = (await c.get(`${V}/clusters/${id}/state`)).body;
+  t.not(s.leader_id, leader, 'right after the cut, the isolated node is no longer named leader');
+  if (s.nodes[leader].role === 'leader') t.equal(s.nodes[leader].stale_leader, true, 'while it still claims it, it is stale');
+  const { leader: next } = await waitLeader(id, 5000, leader);
+  t.ok(others.includes(next), 'the majority side elects the leader_id');
+  await c.del(`${V}/clusters/${id}`);
+});
+
+/** The last index a raft log view covers: its raft_snapshot boundary plus the entries after it. */
+function lastIndexOf(log: Array<{ type?: string; index?: number; last_included_index?: number }>): number {
+  const snap = log[0]?.type === 'raft_snapshot' ? (log[0].last_included_index ?? 0) : 0;
+  return Math.max(snap, ...log.map((e) => e.index ?? 0));
+}
+
+t.test('a raft follower, then the leader, crashed and restarted under writes: it recovers from its durable state, the history stays linearizable, replicas converge', async (t) => {
+  const id = await raftCluster(5);
+  const { leader } = await waitLeader(id);
+  let running = true;
+  const clients = Array.from({ length: 4 }, async (_, w) => {
+    for (let i = 0; running; i++) {
+      const key = `k${Math.floor(i / 3) % 3}`;
+      if (i % 3 === 2) await c.get(`${V}/clusters/${id}/read?key=${key}&client_id=client${w}`);
+      else await c.post(`${V}/clusters/${id}/write`, { key, value: `c${w}-${i}`, client_id: `client${w}` });
+    }
+  });
+  await sleep(200);
+  const follower = ['n1', 'n2', 'n3', 'n4', 'n5'].find((n) => n !== leader) as string;
+  for (const victim of [follower, leader]) {
+    const before = lastIndexOf((await c.get(`${V}/clusters/${id}/nodes/${victim}/log`)).body);
+    t.equal((await c.post(`${V}/clusters/${id}/nodes/${victim}/crash`)).status, 200, `${victim} crashed`);
+    await sleep(300);
+    const down = (await c.get(`${V}/clusters/${id}/state`)).body;
+    t.equal(down.nodes[victim].state, 'crashed', `${victim} shows as crashed`);
+    if (victim === leader) {
+      const { leader: next } = await waitLeader(id, 5000, leader);
+      t.not(next, leader, 'the others elect a new leader while it is down');
+    }
+    const restarted = await c.post(`${V}/clusters/${id}/nodes/${victim}/restart`);
+    t.equal(restarted.status, 200, `${victim} restarted`);
+    const after = lastIndexOf((await c.get(`${V}/clusters/${id}/nodes/${victim}/log`)).body);
+    t.ok(before > 0 && after >= before, `${victim} came back with its raftSnapshot and log (last index ${before} -> ${after})`);
+    await sleep(300);
+  }
+  running = false;
+  await Promise.all(clients);
+  const conv = await eventually(async () => {
+    const r = (await c.get(`${V}/clusters/${id}/convergence`)).body;
+    return r.converged === true && r.replicas.length === 5 ? r : undefined;
+  }, 5000, 100);
+  t.ok(conv.converged, `all five replicas converge (${conv.keys} keys)`);
+  const lin = (await c.get(`${V}/clusters/${id}/linearizable`)).body;
+  t.ok(lin.ops > 50, `the clients did work (${lin.ops} operations)`);
+  t.equal(lin.linearizable, true, `the recorded history is linearizable${lin.violation ? `: ${JSON.stringify(lin.violation)}` : ''}`);
+  await c.del(`${V}/clusters/${id}`);
+});

@@ -1,8 +1,11 @@
 import t from 'tap';
+import { isDeepStrictEqual } from 'node:util';
 import {
   createRaftCore,
+  raftDurableFold,
   RaftCore,
   type LogEntry,
+  type RaftDurableRecord,
   type RaftMessage,
   type RaftPersistentState,
 } from '../../src/replication/cores/raft.js';
@@ -883,4 +886,168 @@ t.test('status reports role, term, commit, lag and the leader followers map', as
   const fs = raft(c, lagger).status(c.now);
   t.same([fs.role, fs.leader_id, fs.lag, fs.commit_index], ['follower', leader, 0, s2.commit_index]);
   t.ok(raft(c, leader).nextDeadline() <= c.now + defaultTimings.heartbeatMs, 'the next deadline is the heartbeat');
+});
+
+// ------------------------------------------------------------------ durable hand-off (core.ts DurableFold)
+
+t.test('the durable fold rebuilds the persistent state record by record', async (t) => {
+  const snap0 = { lastIncludedIndex: 0, lastIncludedTerm: 0, voters: three, store: {} };
+  const log = entries([1, 1, 2, 2]);
+  const start: RaftDurableRecord = { kind: 'checkpoint', state: { term: 1, votedFor: null, log: [], raftSnapshot: snap0 } };
+  const cases: Array<{ name: string; records: RaftDurableRecord[]; expect: Partial<RaftPersistentState> & { logIndexes?: number[] } }> = [
+    { name: 'a checkpoint is the whole state', records: [start], expect: { term: 1, votedFor: null, logIndexes: [] } },
+    { name: 'a hard record sets term and vote', records: [start, { kind: 'hard', term: 3, votedFor: 'n2' }], expect: { term: 3, votedFor: 'n2' } },
+    { name: 'appends extend the log', records: [start, { kind: 'append', entries: log.slice(0, 2) }, { kind: 'append', entries: log.slice(2) }], expect: { logIndexes: [1, 2, 3, 4] } },
+    {
+      name: 'a truncation drops the conflicting suffix (§5.3)',
+      records: [start, { kind: 'append', entries: log }, { kind: 'truncate', fromIndex: 3 }],
+      expect: { logIndexes: [1, 2] },
+    },
+    {
+      name: 'a compaction moves the prefix into the raftSnapshot, applied with the state machine (§7)',
+      records: [start, { kind: 'append', entries: log }, { kind: 'compact', lastIncludedIndex: 3, lastIncludedTerm: 2 }],
+      expect: { logIndexes: [4] },
+    },
+  ];
+  for (const c of cases) {
+    let state: unknown;
+    for (const r of c.records) state = raftDurableFold.fold(state, r);
+    const s = state as RaftPersistentState;
+    if (c.expect.term !== undefined) t.equal(s.term, c.expect.term, `${c.name}: term`);
+    if (c.expect.votedFor !== undefined) t.equal(s.votedFor, c.expect.votedFor, `${c.name}: vote`);
+    if (c.expect.logIndexes) t.same(s.log.map((e) => e.index), c.expect.logIndexes, `${c.name}: log`);
+  }
+  let s: unknown;
+  for (const r of cases[4]?.records ?? []) s = raftDurableFold.fold(s, r);
+  const compacted = (s as RaftPersistentState).raftSnapshot;
+  t.same(
+    [compacted.lastIncludedIndex, compacted.lastIncludedTerm, Object.keys(compacted.store).sort()],
+    [3, 2, ['k1', 'k2', 'k3']],
+    'the compacted raftSnapshot holds what the first three entries wrote',
+  );
+  t.equal(compacted.store['k3']?.version, 3, 'versions are the entries’ indexes, as the core applies them');
+  t.ok(raftDurableFold.isCheckpoint(start), 'a checkpoint says so');
+  t.notOk(raftDurableFold.isCheckpoint({ kind: 'hard', term: 1, votedFor: null }), 'a hard record is not one');
+  t.throws(() => raftDurableFold.fold(undefined, { kind: 'hard', term: 1, votedFor: null }), 'a fold starts with a checkpoint');
+});
+
+t.test('after every step of a faulty run, each node’s durable fold equals persistentState()', async (t) => {
+  const kinds = new Map<string, number>();
+  const counting = {
+    fold: (state: unknown, r: unknown): unknown => {
+      const kind = (r as RaftDurableRecord).kind;
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      return raftDurableFold.fold(state, r);
+    },
+    isCheckpoint: raftDurableFold.isCheckpoint,
+  };
+  const c = new DetCluster({
+    factory: createRaftCore,
+    nodeIds: three,
+    config,
+    seed: 91,
+    startTimeMs: 0,
+    timings: { snapshotEveryEntries: 3 },
+    durableFold: counting,
+    encode: true,
+  });
+  for (const a of three) for (const b of three) if (a !== b) c.fabric.setLatency(a, b, 5);
+  const rng = new SeededRng(5);
+  let mismatches = 0;
+  let checks = 0;
+  const checkAll = (): void => {
+    for (const id of three) {
+      if (c.state(id) === 'offline') continue;
+      checks++;
+      if (!isDeepStrictEqual(c.durableState(id), raft(c, id).persistentState())) mismatches++;
+    }
+  };
+  c.runFor(1000);
+  for (let i = 0; i < 400; i++) {
+    const leader = leaderOf(c) ?? three[rng.int(3)];
+    c.client(leader as NodeId, { op: i % 7 === 0 ? 'delete' : 'write', key: `k${rng.int(5)}`, value: `v${i}` });
+    if (i % 50 === 10) c.fabric.partition([leader as NodeId], three.filter((x) => x !== leader));
+    if (i % 50 === 12) c.client(leader as NodeId, { op: 'write', key: 'orphan', value: `o${i}` });
+    if (i % 50 === 30) for (const p of c.fabric.partitions().keys()) c.fabric.heal(p);
+    if (i % 60 === 45) c.crash(three[rng.int(3)] as NodeId);
+    if (i % 60 === 55) for (const id of three) c.restart(id);
+    const until = c.now + 10;
+    while (c.nextEventAt() <= until) {
+      c.step();
+      checkAll();
+    }
+  }
+  for (const id of three) c.restart(id);
+  c.runFor(1000);
+  checkAll();
+  t.equal(mismatches, 0, `the fold matched persistentState() at ${checks} checks`);
+  for (const kind of ['checkpoint', 'hard', 'append', 'truncate', 'compact']) t.ok((kinds.get(kind) ?? 0) > 0, `${kind} records were folded (${kinds.get(kind) ?? 0})`);
+  t.ok((kinds.get('checkpoint') ?? 0) > three.length, 'compactions and installs checkpoint now and then, beyond the first records');
+});
+
+t.test('a node restarted from its durable fold keeps term, vote and log, then catches up', async (t) => {
+  const c = new DetCluster({ factory: createRaftCore, nodeIds: three, config, seed: 93, startTimeMs: 0, timings: { snapshotEveryEntries: 4 }, durableFold: raftDurableFold });
+  for (const a of three) for (const b of three) if (a !== b) c.fabric.setLatency(a, b, 5);
+  const leader = settle(c);
+  for (let i = 0; i < 10; i++) t.ok(write(c, leader, `k${i}`, `v${i}`)?.ok);
+  const victim = three.find((id) => id !== leader) as NodeId;
+  const before = raft(c, victim).inspect();
+  c.crash(victim);
+  for (let i = 10; i < 20; i++) t.ok(write(c, leader, `k${i}`, `v${i}`)?.ok, 'the majority keeps serving');
+  c.restart(victim);
+  const after = raft(c, victim).inspect();
+  t.same([after.term, after.votedFor], [before.term, before.votedFor], 'term and vote survive');
+  t.same(after.entries, before.entries, 'the retained log survives');
+  t.same(after.raftSnapshot, before.raftSnapshot, 'and the raftSnapshot');
+  c.runFor(1000);
+  t.same(raft(c, victim).storeView(), raft(c, leader).storeView(), 'caught up after the restart');
+});
+
+t.test('a DetCluster with a durable fold refuses a crash whose fold misses a record', async (t) => {
+  const forgetful = {
+    fold: (state: unknown, r: unknown): unknown => ((r as RaftDurableRecord).kind === 'hard' ? state : raftDurableFold.fold(state, r)),
+    isCheckpoint: raftDurableFold.isCheckpoint,
+  };
+  const c = new DetCluster({ factory: createRaftCore, nodeIds: three, config, seed: 95, startTimeMs: 0, durableFold: forgetful });
+  c.runFor(1500);
+  t.throws(() => c.crash('n1'), /fold of its durable records differs/, 'the lost term/vote record is caught at the crash');
+});
+
+// ------------------------------------------------------------------ membership: repeated and committed changes
+
+t.test('membership changes are idempotent and observable', async (t) => {
+  const c = cluster(five, 97);
+  const leader = settle(c);
+  const victim = five.find((id) => id !== leader) as NodeId;
+  const other = five.find((id) => id !== leader && id !== victim) as NodeId;
+  // Two of the new configuration's four voters paused: the removal cannot commit yet.
+  const paused = five.filter((id) => id !== leader && id !== victim).slice(0, 2);
+  for (const p of paused) c.pause(p);
+  const first = c.nextRequestId();
+  t.equal(c.control(leader, { kind: 'remove_server', node_id: victim, reqId: first }).ok, true, 'the removal is appended');
+  c.runFor(100);
+  t.equal(c.reply(first), undefined, 'and waits: two of the four new voters are paused');
+  const again = c.nextRequestId();
+  const repeat = c.control(leader, { kind: 'remove_server', node_id: victim, reqId: again });
+  t.same([repeat.ok, (repeat.data as { pending?: boolean }).pending], [true, true], 'a repeated removal waits on the pending entry');
+  const another = c.control(leader, { kind: 'remove_server', node_id: other, reqId: c.nextRequestId() });
+  t.same([another.ok, another.status], [false, 409], 'a different change is refused while one is pending');
+  t.match(another.error, /another membership change is in progress/);
+  const eventsBefore = c.events.length;
+  for (const p of paused) c.resume(p);
+  const done = c.runUntilReply(again, 2000);
+  t.ok(done?.ok, 'the repeated removal is answered when the entry commits');
+  t.ok(c.reply(first)?.ok, 'and so is the first');
+  const changed = c.events.slice(eventsBefore).filter((e) => e.type === 'membership_changed');
+  t.ok(changed.length >= 1, 'the committing leader reports membership_changed');
+  t.same(changed[0]?.data?.['voters'], five.filter((id) => id !== victim), 'with the committed voters');
+  t.equal(changed[0]?.node_id, leader);
+  // The committed configuration lacks the victim: removing it again is answered at once, ok.
+  const third = c.nextRequestId();
+  const r3 = c.control(leader, { kind: 'remove_server', node_id: victim, reqId: third });
+  t.same([r3.ok, (r3.data as { already?: boolean }).already], [true, true], 'already removed: ok');
+  const reply3 = c.reply(third);
+  t.ok(reply3?.ok && reply3.result.kind === 'entry' && reply3.result.entry.value === five.filter((id) => id !== victim).join(','), 'and answered at once with the configuration');
+  const status = raft(c, leader).status(c.now).extra ?? {};
+  t.same([status['config_committed'], typeof status['config_index']], [true, 'number'], 'status tells whether the configuration is committed');
 });

@@ -68,7 +68,7 @@ t.test('one seed replays exactly: same trace hash, same verdicts', async (t) => 
 
 t.test(`raft keeps its safety properties and recovers, over ${seeds} seeded fault schedules`, async (t) => {
   let failed = 0;
-  const totals = { ops: 0, elections: 0, faults: 0, snapshots: 0, indeterminate: 0, configChanges: 0 };
+  const totals = { ops: 0, elections: 0, faults: 0, snapshots: 0, indeterminate: 0, configChanges: 0, nodesRemoved: 0, nodesAdded: 0 };
   for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
     const r = runRaftSwarm(seed);
     totals.ops += r.stats.ops;
@@ -77,17 +77,26 @@ t.test(`raft keeps its safety properties and recovers, over ${seeds} seeded faul
     totals.snapshots += r.stats.snapshotsInstalled;
     totals.indeterminate += r.stats.indeterminate;
     totals.configChanges += r.stats.configChanges;
+    totals.nodesRemoved += r.stats.nodesRemoved;
+    totals.nodesAdded += r.stats.nodesAdded;
     if (!r.ok) {
       failed++;
       t.fail(`seed ${seed}: ${r.violations.join(' | ')}\n  replay: ${replayCommand(seed)}`);
       if (failed >= 5) break;
     }
   }
-  t.equal(failed, 0, `every seed passed (election safety, log matching, leader completeness, state-machine safety, linearizability, liveness after heal)`);
+  t.equal(
+    failed,
+    0,
+    'every seed passed (election safety, log matching, leader completeness, state-machine safety, linearizability, ' +
+      'liveness after heal, one configuration agreed by every live node with removed nodes gone, convergence)',
+  );
   // The runs must actually exercise the protocol, or passing means little.
   t.ok(totals.elections > seeds * 2, `leaders changed often (${totals.elections} elections)`);
   t.ok(totals.snapshots > seeds, `InstallSnapshot was exercised (${totals.snapshots} installs)`);
   t.ok(totals.configChanges > seeds, `membership changed under faults (${totals.configChanges} committed changes)`);
+  t.ok(totals.nodesRemoved > seeds / 2, `committed removals stopped nodes (${totals.nodesRemoved})`);
+  t.ok(totals.nodesAdded > seeds / 2, `new nodes joined (${totals.nodesAdded})`);
   t.ok(totals.indeterminate > 0, `some writes had unknown outcomes (${totals.indeterminate})`);
   t.ok(totals.ops > seeds * 50, `clients did real work (${totals.ops} operations)`);
 });

@@ -10,6 +10,7 @@
  */
 import { describeInterval, describeOp, isCasInput, type History, type HistoryOp, type ModelState } from './history.js';
 import type { Model } from './models.js';
+import { showValue } from './value.js';
 import { KeySearch, type Frontier } from './search.js';
 
 /** A time budget: the search gives up with verdict `unknown` once `now()` passes `deadline`. */
@@ -91,8 +92,8 @@ export function validateHistory(history: History, model: Model): string[] {
         problems.push(`${where}: completeTime ${end} is before invokeTime ${op.invokeTime}`);
       }
     }
-    if ((op.kind === 'cas') !== isCasInput(op.input)) {
-      problems.push(`${where}: a cas takes [expected, new] as input and no other kind does`);
+    if (op.kind === 'cas' && !isCasInput(op.input)) {
+      problems.push(`${where}: a cas takes [expected, new] as input`);
     }
   }
   return problems;
@@ -312,7 +313,7 @@ function toViolation(job: Job, frontier: Frontier, minimal: boolean): Violation 
 }
 
 function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelState, minimal: boolean): string {
-  const state = stateAfter === null ? 'nil' : JSON.stringify(stateAfter);
+  const state = showValue(stateAfter);
   const caveat = minimal ? '' : ' (The time budget ran out before this was confirmed to be the earliest such operation.)';
   return (
     `${describeOp(op)} ${describeInterval(op)} cannot be linearized. ` +

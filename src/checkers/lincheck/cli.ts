@@ -1,8 +1,11 @@
 /**
  * `npm run lincheck -- --model cas-register|kv|register [--timeout-ms N] [--explain] FILE...`:
  * checks Jepsen history files and prints one line per file, `FILE verdict MS`. Exit code 0 when
- * every file is linearizable, 1 otherwise, 2 on a usage error. This is plumbing around the pure
- * checker: argument parsing, file reading, the wall clock; no checking logic lives here.
+ * every file is linearizable; 1 when one is not, is undecided (unknown) or cannot be opened; 2 on
+ * a usage error or a file that is not a history: a line it cannot read (the message names the
+ * file and line) or no client operation at all (an empty history proves nothing, so it gets no
+ * verdict). The worst file decides. This is plumbing around the pure checker: argument parsing,
+ * file reading, the wall clock; no checking logic lives here.
  */
 import { readFile } from 'node:fs/promises';
 import { realpathSync } from 'node:fs';
@@ -20,7 +23,8 @@ export interface CliIo {
 export const usage =
   `usage: lincheck --model ${modelNames.join('|')} [--timeout-ms N] [--explain] FILE...\n` +
   '  prints "FILE linearizable|not-linearizable|unknown MS" per file;\n' +
-  '  exit 0 when every file is linearizable, 1 otherwise, 2 on a usage error';
+  '  exit 0 when every file is linearizable, 1 when one is not (or is unknown, or cannot be opened),\n' +
+  '  2 on a usage error or a file that is not a history (unreadable line, no client operations)';
 
 interface CliArgs {
   model: ModelName;
@@ -74,7 +78,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const model = models[args.model];
-  let allLinearizable = true;
+  let exitCode = 0;
+  const worst = (code: number): void => {
+    exitCode = Math.max(exitCode, code);
+  };
   for (const file of args.files) {
     const started = io.now();
     let text: string;
@@ -82,20 +89,29 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       text = await readFile(file, 'utf8');
     } catch (e) {
       io.err(`lincheck: cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
-      allLinearizable = false;
+      worst(1);
       continue;
     }
     const parsed = parseHistory(text);
     if (!parsed.ok) {
-      io.err(`lincheck: cannot parse ${file}: ${parsed.error}`);
-      allLinearizable = false;
+      io.err(`lincheck: ${file}:${parsed.line}: cannot parse the history: ${parsed.reason}`);
+      worst(2);
       continue;
+    }
+    if (parsed.history.length === 0) {
+      const skipped = parsed.skipped > 0 ? ` (${parsed.skipped} non-client operations or other lines skipped)` : '';
+      io.err(`lincheck: ${file}: no client operations${skipped}: nothing to check, so no verdict`);
+      worst(2);
+      continue;
+    }
+    if (args.explain && parsed.skipped > 0) {
+      io.err(`lincheck: note: ${file}: ${parsed.skipped} non-client operations (such as :nemesis) or other log lines skipped`);
     }
     const budget = args.timeoutMs === undefined ? undefined : { now: io.now, deadline: started + args.timeoutMs };
     const result: CheckResult = checkHistory(parsed.history, model, { budget });
     const ms = io.now() - started;
     io.out(`${file} ${result.verdict} ${ms.toFixed(1)}`);
-    if (result.verdict !== 'linearizable') allLinearizable = false;
+    if (result.verdict !== 'linearizable') worst(1);
     if (args.explain) {
       if (result.verdict === 'not-linearizable') {
         for (const line of describeViolation(parsed.history, result.violation)) io.out(`  ${line}`);
@@ -104,7 +120,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       }
     }
   }
-  return allLinearizable ? 0 : 1;
+  return exitCode;
 }
 
 function isMain(): boolean {

@@ -5,12 +5,15 @@
  * Jepsen parsers produce; it is not tied to any model and holds no checker state.
  */
 import { unreachable } from '../../util/assert.js';
+import { showValue, type Value } from './value.js';
 
-/** A value read or written. `null` is "absent" (Jepsen's nil; a deleted key). */
-export type Value = string | number | boolean | null;
+export type { Compound, Value } from './value.js';
 
-/** What a model's state may be: a small primitive, so states can be interned and hashed cheaply. */
-export type ModelState = string | number | boolean | null;
+/**
+ * What a model's state may be: a typed value (value.ts). The search interns states by their
+ * canonical text, so equal states are one state however they were built.
+ */
+export type ModelState = Value;
 
 /**
  * What an operation does. `delete` is a write of absent (`null`); `cas` takes `[expected, new]`
@@ -35,7 +38,7 @@ export interface HistoryOp {
   readonly key: string;
   readonly kind: OpKind;
   /** write/append: the value; cas: `[expected, new]`; read/delete: null. */
-  readonly input: Value | CasInput;
+  readonly input: Value;
   /** read: the value read; cas: whether it swapped (`false`: the compare failed); others: null. */
   readonly output: Value;
   readonly invokeTime: number;
@@ -48,12 +51,9 @@ export type History = readonly HistoryOp[];
 
 export const opKinds: readonly OpKind[] = ['read', 'write', 'delete', 'cas', 'append'];
 
-export function isCasInput(input: Value | CasInput): input is CasInput {
-  return Array.isArray(input);
-}
-
-function showValue(v: Value): string {
-  return v === null ? 'nil' : typeof v === 'string' ? JSON.stringify(v) : String(v);
+/** A cas's input is a pair; a vector can also be a written value, so ask only of a cas. */
+export function isCasInput(input: Value): input is CasInput {
+  return Array.isArray(input) && input.length === 2;
 }
 
 /** One operation in words, Jepsen-like: `client 3 cas [1 2] -> ok`, `client 0 read -> 4`. */
@@ -68,7 +68,7 @@ export function describeOp(op: HistoryOp): string {
       break;
     case 'write':
     case 'append':
-      what = `${op.kind} ${isCasInput(op.input) ? '?' : showValue(op.input)}${outcome ? ` -> ${outcome}` : ''}`;
+      what = `${op.kind} ${showValue(op.input)}${outcome ? ` -> ${outcome}` : ''}`;
       break;
     case 'delete':
       what = `delete${outcome ? ` -> ${outcome}` : ''}`;

@@ -1,15 +1,17 @@
 /**
  * Sequential specifications the linearizability checker tests histories against: a register
- * (read/write/delete), a compare-and-set register, and a key-value map of string registers with
- * get/put/append. A model describes ONE key's object; the checker splits a history per key and
- * runs each part against a fresh instance (P-compositionality). Models are pure and hold no state.
+ * (read/write/delete), a compare-and-set register, and a key-value map with get/put/append. A
+ * model describes ONE key's object; the checker splits a history per key and runs each part
+ * against a fresh instance (P-compositionality). Models are pure and hold no state. Values are
+ * typed and compared with value.ts's one equality (1 and "1" differ; [1 2] equals (1 2)).
  */
 import { unreachable } from '../../util/assert.js';
-import { isCasInput, type HistoryOp, type ModelState, type OpKind, type Value } from './history.js';
+import { isCasInput, type HistoryOp, type ModelState, type OpKind } from './history.js';
+import { isSequence, valueEquals, type Value } from './value.js';
 
 /**
- * The one interface a new model implements. States are small primitives (numbers, strings, null)
- * so the checker can intern them and memoize (linearized set, state) pairs cheaply.
+ * The one interface a new model implements. States are typed values; the search interns them by
+ * their canonical text and memoizes (linearized set, state) pairs.
  */
 export interface Model<S extends ModelState = ModelState> {
   readonly name: string;
@@ -47,7 +49,7 @@ export interface Model<S extends ModelState = ModelState> {
 }
 
 function writeValue(op: HistoryOp): Value {
-  return isCasInput(op.input) ? null : op.input;
+  return op.kind === 'cas' ? null : op.input;
 }
 
 /** Register rule: a read returns the last value written (absent until the first write). */
@@ -58,7 +60,7 @@ export const registerModel: Model<Value> = {
   step(state, op) {
     switch (op.kind) {
       case 'read':
-        return op.status === 'info' || op.output === state ? state : undefined;
+        return op.status === 'info' || valueEquals(op.output, state) ? state : undefined;
       case 'write':
         return writeValue(op);
       case 'delete':
@@ -87,7 +89,7 @@ export const casRegisterModel: Model<Value> = {
     if (op.kind !== 'cas') return registerModel.step(state, op);
     if (!isCasInput(op.input)) return undefined;
     const [expected, next] = op.input;
-    const matches = state === expected;
+    const matches = valueEquals(state, expected);
     if (op.status === 'info') return matches ? next : state;
     if (op.output === false) return matches ? undefined : state;
     return matches ? next : undefined;
@@ -96,22 +98,53 @@ export const casRegisterModel: Model<Value> = {
   overwrites: (op) => op.kind === 'write' || op.kind === 'delete',
 };
 
+/** The kv model's absent: nil, and "" too (Porcupine's kv starts every key as the empty string). */
+function kvNormal(v: Value): Value {
+  return v === '' ? null : v;
+}
+
 /**
- * One key of a key-value map of string registers (Porcupine's kv model): every key starts as the
- * empty string; get returns it, put replaces it, append concatenates to it.
+ * `state` with `x` appended, or undefined when they do not fit: a string concatenates to a string
+ * (absent counts as ""), any other value is added as one element to a list (absent counts as []),
+ * and a string is added to a list as an element too.
  */
-export const kvModel: Model<string> = {
+function kvAppend(state: Value, x: Value): Value | undefined {
+  if (isSequence(state)) return [...state, x];
+  if (typeof x === 'string') {
+    if (state === null) return kvNormal(x);
+    return typeof state === 'string' ? state + x : undefined;
+  }
+  return state === null ? [x] : undefined;
+}
+
+/** True when appends alone can take `state` to `target` (a longer string or list starting with it). */
+function kvCanGrow(state: Value, target: Value): boolean {
+  if (state === null) return typeof target === 'string' || isSequence(target);
+  if (typeof state === 'string') return typeof target === 'string' && target.startsWith(state);
+  if (!isSequence(state) || !isSequence(target) || target.length < state.length) return false;
+  for (let i = 0; i < state.length; i++) if (!valueEquals(state[i] as Value, target[i] as Value)) return false;
+  return true;
+}
+
+/**
+ * One key of a key-value map (Porcupine's kv model, and Jepsen's list-append for single keys):
+ * every key starts absent, and absent reads as nil or as "" (Porcupine's kv starts every key as
+ * the empty string, so the two are one value here); get returns the value, put replaces it with
+ * any typed value (put "" or nil makes it absent), append adds to it (kvAppend). Values are typed:
+ * a put of 1 is read back as 1, never as "1".
+ */
+export const kvModel: Model<Value> = {
   name: 'kv',
   kinds: ['read', 'write', 'append'],
-  init: () => '',
+  init: () => null,
   step(state, op) {
     switch (op.kind) {
       case 'read':
-        return op.status === 'info' || op.output === state ? state : undefined;
+        return op.status === 'info' || valueEquals(kvNormal(op.output), state) ? state : undefined;
       case 'write':
-        return String(writeValue(op) ?? '');
+        return kvNormal(writeValue(op));
       case 'append':
-        return state + String(writeValue(op) ?? '');
+        return kvAppend(state, writeValue(op));
       case 'delete':
       case 'cas':
         return undefined;
@@ -120,9 +153,9 @@ export const kvModel: Model<string> = {
     }
   },
   readOnly: (op) => op.kind === 'read',
-  // Appends only extend the string: a read of v stays possible only while v starts with it.
+  // Appends only extend the value: a read of v stays possible only while v starts with it.
   grows: (op) => op.kind === 'append',
-  canGrowInto: (state, op) => typeof op.output === 'string' && op.output.startsWith(state),
+  canGrowInto: (state, op) => kvCanGrow(state, kvNormal(op.output)),
   overwrites: (op) => op.kind === 'write',
 };
 

@@ -22,6 +22,7 @@
 import { invariant } from '../../util/assert.js';
 import type { HistoryOp, ModelState } from './history.js';
 import type { Model } from './models.js';
+import { valueKey } from './value.js';
 
 export type SearchStatus = 'running' | 'linearizable' | 'violation';
 
@@ -144,7 +145,9 @@ const EMPTY = -1;
  * once; afterwards a step is a hash-table probe returning the next state's id or ILLEGAL.
  */
 class Transitions {
+  /** Primitive states by themselves; compound ones (vectors, maps) by their canonical text. */
   private readonly ids = new Map<ModelState, number>();
+  private readonly compoundIds = new Map<string, number>();
   readonly states: ModelState[] = [];
   private keyState: Int32Array;
   private keyOp: Int32Array;
@@ -161,6 +164,16 @@ class Transitions {
   }
 
   intern(s: ModelState): number {
+    if (typeof s === 'object' && s !== null) {
+      const key = valueKey(s);
+      let id = this.compoundIds.get(key);
+      if (id === undefined) {
+        id = this.states.length;
+        this.compoundIds.set(key, id);
+        this.states.push(s);
+      }
+      return id;
+    }
     let id = this.ids.get(s);
     if (id === undefined) {
       id = this.states.length;

@@ -6,12 +6,21 @@
  */
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
-import { HttpError } from '../../http/index.js';
+import { HttpError, jsonShapeProblem } from '../../http/index.js';
 import { evaluate, type EvalResult, type EvalWarning } from '../eval/evaluate.js';
 import { schemaErrorsToFieldErrors } from '../model/decode.js';
 import type { EvalContext } from '../model/types.js';
 import type { EnvState } from '../stream/replica.js';
 import type { FlagsContext } from './context.js';
+import {
+  attributeCharsMax,
+  contextArrayItemsMax,
+  contextAttributesMax,
+  contextValueCharsMax,
+  evaluateFlagKeysMax,
+  keyCharsMax,
+} from '../limits.js';
+import { jsonDepth } from '../model/validate.js';
 
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 const EvaluateBody = Type.Object(
@@ -31,13 +40,63 @@ export interface EvaluateRequest {
   flagKeys?: string[];
 }
 
-/** Untrusted body → request, or a 400 naming the field. */
+/** Nesting a well-formed evaluate body can have: {context: {attr: [scalar]}}. Deeper is refused unread. */
+const evaluateBodyDepthMax = 3;
+
+/**
+ * A raw evaluate body (the SDK route reads it raw so the key is checked before the body is parsed)
+ * → the parsed JSON, or a 400 (the HTTP edge's JSON shape limits first, then JSON.parse).
+ */
+export function parseEvaluateBody(raw: Buffer): unknown {
+  if (raw.length === 0) return undefined;
+  // The adapter's shape limits (nesting, value count), as it applies them to the bodies it parses.
+  const shape = jsonShapeProblem(raw);
+  if (shape !== undefined) throw new HttpError(400, shape);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new HttpError(400, `malformed JSON: ${(err as Error).message}`);
+  }
+  return parsed;
+}
+
+/** The limits of src/flags/limits.ts on a shape-checked context and key list, or the 400 naming one. */
+function checkEvaluateLimits(req: EvaluateRequest): void {
+  const refuse = (field: string, rule: string): never => {
+    throw new HttpError(400, `${field}: ${rule} (the limit)`);
+  };
+  const attrs = Object.entries(req.context);
+  if (attrs.length > contextAttributesMax) refuse('context', `must have at most ${contextAttributesMax} attributes`);
+  const tooLong = (v: unknown): boolean => typeof v === 'string' && v.length > contextValueCharsMax;
+  for (const [name, v] of attrs) {
+    if (name.length > attributeCharsMax) refuse('context', `attribute names must be at most ${attributeCharsMax} characters`);
+    if (Array.isArray(v)) {
+      if (v.length > contextArrayItemsMax) refuse(`context.${name}`, `must have at most ${contextArrayItemsMax} items`);
+      if (v.some(tooLong)) refuse(`context.${name}`, `strings must be at most ${contextValueCharsMax} characters`);
+    } else if (tooLong(v)) refuse(`context.${name}`, `must be at most ${contextValueCharsMax} characters`);
+  }
+  const keys = req.flagKeys;
+  if (keys !== undefined) {
+    if (keys.length > evaluateFlagKeysMax) refuse('flagKeys', `must have at most ${evaluateFlagKeysMax} items`);
+    if (keys.some((k) => k.length > keyCharsMax)) refuse('flagKeys', `keys must be at most ${keyCharsMax} characters`);
+  }
+}
+
+/** Untrusted body → request, or a 400 naming the field or the limit. */
 export function decodeEvaluateBody(body: unknown): EvaluateRequest {
   if (body === undefined) throw new HttpError(400, 'context: is required (body: {"context": {"key": "..."}, "flagKeys"?: [...]})');
+  if (jsonDepth(body, evaluateBodyDepthMax) > evaluateBodyDepthMax) {
+    throw new HttpError(
+      400,
+      'body: must be {"context": {...}, "flagKeys"?: [...]} whose attributes are scalars or arrays of scalars (nested too deep)',
+    );
+  }
   if (!evaluateBody.Check(body)) {
     const first = schemaErrorsToFieldErrors(evaluateBody.Errors(body))[0];
     throw new HttpError(400, first?.message ?? 'body: does not match {context, flagKeys?}');
   }
+  checkEvaluateLimits(body as EvaluateRequest);
   return body as EvaluateRequest;
 }
 

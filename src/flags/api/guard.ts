@@ -1,11 +1,13 @@
 /**
  * Request guards shared by the routes: bearer-token authentication with the required role
- * (401 `missing token` / `invalid token`, 403 naming the role), SDK-key lookup, path-key checks and
- * If-Match parsing. They throw HttpError, which the adapter turns into `{error}` bodies.
+ * (401 `missing token` / `invalid token`, 403 naming the role), both as a `before` hook (it answers
+ * before the adapter reads or parses the body) and inside handlers; SDK-key lookup, path-key checks,
+ * If-Match parsing and the "a body must be a JSON object" rule. They throw HttpError, which the
+ * adapter turns into `{error}` bodies.
  */
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { HttpError, type HttpRequest } from '../../http/index.js';
+import { HttpError, type HttpRequest, type HttpResult, type RouteOptions } from '../../http/index.js';
 import { schemaErrorsToFieldErrors } from '../model/decode.js';
 import { isValidKey } from '../model/validate.js';
 import { roleAtLeast, roleForMethod, type Role } from '../auth/roles.js';
@@ -14,16 +16,59 @@ import type { Principal } from '../auth/tokens.js';
 import type { EnvironmentInfo, FlagStore, WriteFailure } from '../store/types.js';
 import { unreachable } from '../../util/assert.js';
 
-export async function requireRole(auth: AuthService, req: HttpRequest<unknown>, need: Role = roleForMethod(req.method)): Promise<Principal> {
-  const r = await auth.authenticate(req.headers['authorization']);
+/** The principal, or the HttpError (401/403) the request gets instead. */
+function check(auth: AuthService, req: HttpRequest<unknown>, need: Role): Principal | HttpError {
+  const r = auth.authenticateNow(req.headers['authorization']);
   if (!r.ok) {
     const challenge = { 'www-authenticate': r.code === 'missing_token' ? 'Bearer' : 'Bearer error="invalid_token"' };
-    throw new HttpError(401, r.code === 'missing_token' ? 'missing token' : 'invalid token', challenge);
+    return new HttpError(401, r.code === 'missing_token' ? 'missing token' : 'invalid token', challenge);
   }
   if (!roleAtLeast(r.principal.role, need)) {
-    throw new HttpError(403, `this needs the ${need} role; ${r.principal.email} is ${r.principal.role}`);
+    return new HttpError(403, `this needs the ${need} role; ${r.principal.email} is ${r.principal.role}`);
   }
   return r.principal;
+}
+
+export async function requireRole(auth: AuthService, req: HttpRequest<unknown>, need: Role = roleForMethod(req.method)): Promise<Principal> {
+  const r = check(auth, req, need);
+  if (r instanceof HttpError) throw r;
+  return r;
+}
+
+/**
+ * Route options whose `before` hook authenticates (and checks the role) before the adapter reads
+ * the body: a request without a valid token gets 401 whatever its body, and its body is never
+ * parsed. The handler still calls requireRole for the principal (a cache hit).
+ */
+export function authenticated(auth: AuthService, need?: Role, opts: RouteOptions = {}): RouteOptions {
+  return {
+    ...opts,
+    before: (req) => {
+      const r = check(auth, req, need ?? roleForMethod(req.method));
+      if (!(r instanceof HttpError)) return undefined;
+      const out: HttpResult = { status: r.status, body: { error: r.message } };
+      if (r.headers) out.headers = r.headers;
+      return out;
+    },
+  };
+}
+
+/** SDK routes: a request without any key is a 401 before its body is read (the key itself is checked by requireSdkKey). */
+export const sdkKeyPresent: RouteOptions = {
+  before: (req) => (req.headers['authorization']?.trim() ? undefined : { status: 401, body: { error: 'missing token' } }),
+};
+
+/**
+ * A POST or PUT body must be a JSON object: an empty body, `null`, an array or a scalar is a 400
+ * before anything is decoded (a PUT with `{}` as the default for a missing body would wipe the
+ * resource).
+ */
+export function objectBody(body: unknown): Record<string, unknown> {
+  if (body === undefined) throw new HttpError(400, 'body: a JSON object is required (the request had no body)');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new HttpError(400, `body: must be a JSON object (got ${body === null ? 'null' : Array.isArray(body) ? 'an array' : typeof body})`);
+  }
+  return body as Record<string, unknown>;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * The management API under /api/v1 (spec "Endpoints" plus DECISIONS.md's projects, environments,
  * audit and evaluation routes). Every route needs a bearer token: GET viewer, POST/PUT editor,
- * DELETE admin (evaluation is a read, so viewer). Bodies are decoded by the model's decoders (400
- * naming the field); the store's outcomes map to 404/409/412; prerequisite cycles are checked inside
+ * DELETE admin (evaluation is a read, so viewer), checked by a `before` hook ahead of the body.
+ * Bodies must be JSON objects and are decoded by the model's decoders (400 naming the field or
+ * the limit of src/flags/limits.ts); the store's outcomes map to 404/409/412; prerequisite cycles are checked inside
  * the write transaction. Thin: no storage or evaluation logic here.
  */
 import { HttpError, type HttpApp, type HttpRequest, type HttpResult } from '../../http/index.js';
@@ -13,7 +14,8 @@ import type { FlagWriteCheck, WriteMeta } from '../store/types.js';
 import type { Principal } from '../auth/tokens.js';
 import type { FlagsContext } from './context.js';
 import { decodeEvaluateBody, Evaluator } from './evaluation.js';
-import { checkKey, ifMatchVersion, requireRole, writeFailure } from './guard.js';
+import { authenticated, checkKey, ifMatchVersion, objectBody, requireRole, writeFailure } from './guard.js';
+import { flagsPerEnvironmentMax, segmentsPerProjectMax } from '../limits.js';
 
 export const auditLimitDefault = 100;
 export const auditLimitMax = 500;
@@ -23,6 +25,14 @@ const prerequisiteCheck: FlagWriteCheck = (candidate: FlagDefinition, others: re
   if (candidate.prerequisites.length === 0) return undefined;
   const byKey = new Map(others.map((f) => [f.key, f]));
   return validateFlag(candidate, { lookupFlag: (k) => byKey.get(k) })[0];
+};
+
+/** Creation also keeps the environment under its flag count limit (inside the write transaction). */
+export const createCheck: FlagWriteCheck = (candidate, others) => {
+  if (others.length >= flagsPerEnvironmentMax) {
+    return { field: 'key', message: `key: the environment already has ${others.length} flags (the limit is ${flagsPerEnvironmentMax})` };
+  }
+  return prerequisiteCheck(candidate, others);
 };
 
 function badBody(errors: readonly FieldError[]): never {
@@ -63,29 +73,31 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
   app.get('/api/v1/projects', async (req) => {
     await requireRole(auth, req);
     return { status: 200, body: await store.listProjects() };
-  });
+  }, authenticated(auth));
 
   app.get(`${P}/environments`, async (req) => {
     await requireRole(auth, req);
     return { status: 200, body: await store.listEnvironments(param(req, 'projectKey')) };
-  });
+  }, authenticated(auth));
 
   // Environments also come into being on the first flag write; this creates one explicitly (idempotent).
   app.put(E, async (req) => {
     await requireRole(auth, req);
+    // No body is needed; one that is sent must still be a JSON object (`null` is a 400 like elsewhere).
+    if (req.rawBody.length > 0) objectBody(req.body);
     const p = param(req, 'projectKey');
     const e = param(req, 'envKey');
     checkKey('projectKey', p);
     checkKey('envKey', e);
     return { status: 200, body: await store.ensureEnvironment(p, e, new Date(ctx.now()).toISOString()) };
-  });
+  }, authenticated(auth));
 
   // ---- flags ------------------------------------------------------------------------------
 
   app.get(`${E}/flags`, async (req) => {
     await requireRole(auth, req);
     return { status: 200, body: await store.listFlags(param(req, 'projectKey'), param(req, 'envKey')) };
-  });
+  }, authenticated(auth));
 
   app.post(`${E}/flags`, async (req) => {
     const who = await requireRole(auth, req);
@@ -93,31 +105,31 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
     const e = param(req, 'envKey');
     checkKey('projectKey', p);
     checkKey('envKey', e);
-    const d = decodeFlagCreate(req.body ?? {});
+    const d = decodeFlagCreate(objectBody(req.body));
     if (!d.ok) badBody(d.errors);
-    const r = await store.createFlag(p, e, d.value, meta(who, req), prerequisiteCheck);
+    const r = await store.createFlag(p, e, d.value, meta(who, req), createCheck);
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return versioned(201, r.value, { location: `/api/v1/projects/${p}/environments/${e}/flags/${r.value.key}` });
-  });
+  }, authenticated(auth));
 
   app.get(`${E}/flags/:flagKey`, async (req) => {
     await requireRole(auth, req);
     const f = await store.getFlag(param(req, 'projectKey'), param(req, 'envKey'), param(req, 'flagKey'));
     if (!f) throw new HttpError(404, `flag ${JSON.stringify(param(req, 'flagKey'))} not found`);
     return versioned(200, f);
-  });
+  }, authenticated(auth));
 
   app.put(`${E}/flags/:flagKey`, async (req) => {
     const who = await requireRole(auth, req);
     const m = meta(who, req);
-    const d = decodeFlagPut(req.body ?? {}, param(req, 'flagKey'));
+    const d = decodeFlagPut(objectBody(req.body), param(req, 'flagKey'));
     if (!d.ok) badBody(d.errors);
     const r = await store.replaceFlag(param(req, 'projectKey'), param(req, 'envKey'), d.value, m, prerequisiteCheck);
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return versioned(200, r.value);
-  });
+  }, authenticated(auth));
 
   app.delete(`${E}/flags/:flagKey`, async (req) => {
     const who = await requireRole(auth, req);
@@ -125,44 +137,50 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return { status: 204 };
-  });
+  }, authenticated(auth));
 
   // ---- segments ---------------------------------------------------------------------------
 
   app.get(`${P}/segments`, async (req) => {
     await requireRole(auth, req);
     return { status: 200, body: await store.listSegments(param(req, 'projectKey')) };
-  });
+  }, authenticated(auth));
 
   app.post(`${P}/segments`, async (req) => {
     const who = await requireRole(auth, req);
     const p = param(req, 'projectKey');
     checkKey('projectKey', p);
-    const d = decodeSegmentCreate(req.body ?? {});
+    const d = decodeSegmentCreate(objectBody(req.body));
     if (!d.ok) badBody(d.errors);
+    // Checked outside the write transaction (the store has no hook for segments): concurrent
+    // creations can pass it together, so the limit may be exceeded by the number of such races.
+    const existing = await store.listSegments(p);
+    if (existing.length >= segmentsPerProjectMax && !existing.some((s) => s.key === d.value.key)) {
+      throw new HttpError(400, `key: the project already has ${existing.length} segments (the limit is ${segmentsPerProjectMax})`);
+    }
     const r = await store.createSegment(p, d.value, meta(who, req));
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return versioned(201, r.value, { location: `/api/v1/projects/${p}/segments/${r.value.key}` });
-  });
+  }, authenticated(auth));
 
   app.get(`${P}/segments/:segmentKey`, async (req) => {
     await requireRole(auth, req);
     const s = await store.getSegment(param(req, 'projectKey'), param(req, 'segmentKey'));
     if (!s) throw new HttpError(404, `segment ${JSON.stringify(param(req, 'segmentKey'))} not found`);
     return versioned(200, s);
-  });
+  }, authenticated(auth));
 
   app.put(`${P}/segments/:segmentKey`, async (req) => {
     const who = await requireRole(auth, req);
     const m = meta(who, req);
-    const d = decodeSegmentPut(req.body ?? {}, param(req, 'segmentKey'));
+    const d = decodeSegmentPut(objectBody(req.body), param(req, 'segmentKey'));
     if (!d.ok) badBody(d.errors);
     const r = await store.replaceSegment(param(req, 'projectKey'), d.value, m);
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return versioned(200, r.value);
-  });
+  }, authenticated(auth));
 
   // Flags whose rules name the segment keep their rules; such clauses then never match.
   app.delete(`${P}/segments/:segmentKey`, async (req) => {
@@ -171,7 +189,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return { status: 204 };
-  });
+  }, authenticated(auth));
 
   // ---- audit and evaluation ---------------------------------------------------------------
 
@@ -179,7 +197,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
     await requireRole(auth, req);
     const limit = parseAuditLimit(req.query.get('limit'));
     return { status: 200, body: await store.listAudit(param(req, 'projectKey'), limit) };
-  });
+  }, authenticated(auth));
 
   // Evaluation changes nothing, so a viewer may do it although it is a POST.
   app.post(`${E}/evaluate`, async (req) => {
@@ -192,5 +210,5 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       return { status: 200, body: { flags: {} } };
     }
     return { status: 200, body: evaluator.run(await ctx.replica.environment(p, e), body) };
-  });
+  }, authenticated(auth, 'viewer'));
 }

@@ -66,12 +66,14 @@ export function createMetrics(parts: { store: FlagStore; hub: StreamHub; replica
   mirroredCounter(registry, 'flags_sse_events_sent_total', 'SSE events written to clients (put, patch, delete)', () => hub.stats.eventsSent);
   mirroredCounter(registry, 'flags_sse_resumed_total', 'Reconnections served from the replay log (Last-Event-ID)', () => hub.stats.resumedFromLog);
   mirroredCounter(registry, 'flags_sse_puts_total', 'Full put events sent on connect', () => hub.stats.freshPuts);
-  mirroredCounter(registry, 'flags_sse_slow_clients_disconnected_total', 'Stream clients cut off for exceeding their buffer cap', () => hub.stats.slowDisconnects);
+  mirroredCounter(registry, 'flags_sse_slow_clients_disconnected_total', 'Stream clients cut off as slow (queue over the buffer cap, or socket not drained within the drain timeout), during their put or later', () => hub.stats.slowDisconnects);
+  mirroredCounter(registry, 'flags_sse_unservable_total', 'Flags or segments left out of an SSE put, or changes not sent, because they could not be serialised', () => hub.stats.unservable);
   mirroredCounter(registry, 'flags_sse_refused_total', 'Stream connections refused over the client cap', () => hub.stats.refusedOverCap);
   mirroredCounter(registry, 'flags_sse_replay_log_evicted_total', 'Changes that fell off the replay log cap', () => hub.stats.replayLogEvicted);
   mirroredCounter(registry, 'flags_audit_pruned_total', 'Audit records removed by the per-project cap', () => store.stats.auditPruned);
   mirroredCounter(registry, 'flags_change_feed_pruned_total', 'Change-feed rows removed by the feed cap', () => store.stats.changesPruned);
   mirroredCounter(registry, 'flags_login_limiter_evictions_total', 'Client addresses dropped from the login rate limiter table', () => auth.limiter.evictions);
+  mirroredCounter(registry, 'flags_login_account_limiter_evictions_total', 'Accounts dropped from the per-account login rate limiter table', () => auth.accountLimiter.evictions);
   new Gauge({ name: 'flags_change_feed_position', help: 'Seq of the last change applied from the feed', registers: [registry], collect() { this.set(parts.feedPosition()); } });
   new Gauge({ name: 'flags_environments_loaded', help: 'Environments held in the in-memory replica', registers: [registry], collect() { this.set(replica.loadedEnvironments); } });
   const httpRequests = new Counter({ name: 'flags_http_requests_total', help: 'HTTP responses by method and status', labelNames: ['method', 'status'] as const, registers: [registry] });

@@ -6,11 +6,9 @@
  */
 import { HttpError, type HttpApp } from '../../http/index.js';
 import type { FlagsContext } from './context.js';
-import { decodeEvaluateBody, Evaluator } from './evaluation.js';
-import { requireSdkKey, SdkKeys } from './guard.js';
-
-/** Per-client unsent bytes before a stream client counts as slow and is disconnected. */
-export const sseClientBufferBytesDefault = 512 * 1024;
+import { decodeEvaluateBody, Evaluator, parseEvaluateBody } from './evaluation.js';
+import { requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
+import { sseClientBufferBytesDefault } from '../limits.js';
 
 function lastEventId(raw: string | undefined): number | undefined {
   if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
@@ -27,12 +25,14 @@ export function registerSdkRoutes(app: HttpApp, ctx: FlagsContext, sseClientBuff
     if (!r.ok && r.code === 'over_capacity') throw new HttpError(503, 'too many stream clients; retry later', { 'retry-after': '5' });
   }, sseClientBufferBytes);
 
+  // The body is read raw and parsed only once the key is known good (a wrong key is a 401 whatever
+  // the body); a request with no key at all is refused before the body is read.
   app.post('/sdk/v1/evaluate', async (req) => {
     const env = await requireSdkKey(keys, req);
-    const body = decodeEvaluateBody(req.body);
+    const body = decodeEvaluateBody(parseEvaluateBody(req.rawBody));
     const state = await ctx.replica.environment(env.projectKey, env.key);
     return { status: 200, body: evaluator.run(state, body) };
-  });
+  }, { ...sdkKeyPresent, rawBody: true });
 
   app.get('/sdk/v1/latest-all', async (req) => {
     const env = await requireSdkKey(keys, req);

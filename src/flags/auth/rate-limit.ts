@@ -1,5 +1,7 @@
+import { loginAttemptsPerAccountMax, loginAttemptsPerAddressMax, loginLimiterEntriesMax, loginWindowMs } from '../limits.js';
+
 /**
- * Login rate limiting per client address: a sliding window of at most `attemptsMax` attempts per
+ * Login rate limiting per key (a client address, or an account): a sliding window of at most `attemptsMax` attempts per
  * `windowMs`. Pure: the caller passes the time. The address table is capped (`addressesMax`, least
  * recently seen evicted first, evictions counted) so a flood of addresses cannot grow memory.
  */
@@ -10,7 +12,9 @@ export interface RateLimitConfig {
   addressesMax: number;
 }
 
-export const defaultLoginRateLimit: RateLimitConfig = { attemptsMax: 10, windowMs: 60_000, addressesMax: 10_000 };
+export const defaultLoginRateLimit: RateLimitConfig = { attemptsMax: loginAttemptsPerAddressMax, windowMs: loginWindowMs, addressesMax: loginLimiterEntriesMax };
+/** The same limiter keyed by account (lower-cased email) instead of address. */
+export const defaultAccountRateLimit: RateLimitConfig = { attemptsMax: loginAttemptsPerAccountMax, windowMs: loginWindowMs, addressesMax: loginLimiterEntriesMax };
 
 export type RateDecision = { ok: true } | { ok: false; retryAfterSec: number };
 

@@ -1,10 +1,11 @@
 /**
- * Access tokens (HS256 JWT via jose, one hour, claims: sub = user id, email, role) and opaque
+ * Access tokens (HS256 JWT signed via jose and verified synchronously with node:crypto, so the HTTP
+ * edge can authenticate before it reads a body; one hour; claims: sub = user id, email, role) and opaque
  * refresh tokens (32 random bytes; only their SHA-256 is stored, so a database leak yields no
  * usable token). Time is passed in. Verification failures are values, not exceptions.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { SignJWT, jwtVerify } from 'jose';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { SignJWT } from 'jose';
 import type { Role } from '../store/types.js';
 import { isRole } from './roles.js';
 
@@ -29,16 +30,49 @@ export async function signAccessToken(secret: Uint8Array, p: Principal, nowMs: n
     .sign(secret);
 }
 
-/** The principal and the token's expiry (ms), or undefined for a bad, forged or expired token. */
-export async function verifyAccessToken(secret: Uint8Array, token: string, nowMs: number): Promise<{ principal: Principal; expMs: number } | undefined> {
+/** Longest access token looked at (ours are about 300 characters); longer ones are invalid unread. */
+export const accessTokenCharsMax = 4096;
+const base64urlPart = /^[A-Za-z0-9_-]*$/;
+
+/** A base64url JSON object, or undefined (not canonical base64url, not JSON, not an object). */
+function decodeJsonPart(part: string): Record<string, unknown> | undefined {
+  if (!base64urlPart.test(part)) return undefined;
+  const bytes = Buffer.from(part, 'base64url');
+  if (bytes.toString('base64url') !== part) return undefined;
   try {
-    const { payload } = await jwtVerify(token, secret, { algorithms: ['HS256'], issuer, currentDate: new Date(nowMs), requiredClaims: ['exp'] });
-    const { sub, email, role, exp } = payload;
-    if (typeof sub !== 'string' || typeof email !== 'string' || !isRole(role) || typeof exp !== 'number') return undefined;
-    return { principal: { userId: sub, email, role }, expMs: exp * 1000 };
+    const v: unknown = JSON.parse(bytes.toString('utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The principal and the token's expiry (ms), or undefined for a bad, forged or expired token.
+ * RFC 7519 / 7515 compact HS256 only, checked as jose's jwtVerify does: header `alg` HS256 and no
+ * `crit`; a constant-time signature check; `iss` ours; `exp` required and in the future; `nbf`,
+ * when present, not in the future. Synchronous, so it can run before a request body is read.
+ */
+export function verifyAccessToken(secret: Uint8Array, token: string, nowMs: number): { principal: Principal; expMs: number } | undefined {
+  if (token.length > accessTokenCharsMax) return undefined;
+  const parts = token.split('.');
+  if (parts.length !== 3) return undefined;
+  const [h, p, s] = parts as [string, string, string];
+  const header = decodeJsonPart(h);
+  if (!header || header['alg'] !== 'HS256' || header['crit'] !== undefined || header['b64'] !== undefined) return undefined;
+  if (!base64urlPart.test(s)) return undefined;
+  const given = Buffer.from(s, 'base64url');
+  const expected = createHmac('sha256', secret).update(`${h}.${p}`).digest();
+  if (given.length !== expected.length || given.toString('base64url') !== s || !timingSafeEqual(given, expected)) return undefined;
+  const payload = decodeJsonPart(p);
+  if (!payload) return undefined;
+  const { sub, email, role, exp, nbf, iss, iat } = payload;
+  const nowSec = Math.floor(nowMs / 1000);
+  if (iss !== issuer || typeof exp !== 'number' || !Number.isFinite(exp) || exp <= nowSec) return undefined;
+  if (nbf !== undefined && (typeof nbf !== 'number' || nbf > nowSec)) return undefined;
+  if (iat !== undefined && typeof iat !== 'number') return undefined;
+  if (typeof sub !== 'string' || typeof email !== 'string' || !isRole(role)) return undefined;
+  return { principal: { userId: sub, email, role }, expMs: exp * 1000 };
 }
 
 export function newRefreshToken(): string {

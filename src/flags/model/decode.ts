@@ -30,6 +30,14 @@ export function jsonPointerToField(pointer: string): string {
   return out;
 }
 
+const limitKeywords: ReadonlySet<string> = new Set(['maxLength', 'maxItems', 'maxProperties']);
+
+/** "must be at most 256 characters (the limit)": every size limit of src/flags/limits.ts reads alike. */
+export function limitMessage(keyword: string, limit: unknown): string {
+  const unit = keyword === 'maxLength' ? 'characters' : keyword === 'maxItems' ? 'items' : 'fields';
+  return `must be at most ${String(limit)} ${unit} (the limit)`;
+}
+
 function join(base: string, child: string): string {
   return base === 'body' ? child : `${base}.${child}`;
 }
@@ -89,6 +97,12 @@ export function schemaErrorsToFieldErrors(errors: readonly TLocalizedValidationE
       }
       case 'anyOf': {
         const prefix = `${e.schemaPath}/anyOf/`;
+        // A value of the right type that breaks a limit (`bucketBy` too long): name the limit.
+        const limit = errors.find((b) => b.schemaPath.startsWith(prefix) && b.instancePath === e.instancePath && limitKeywords.has(b.keyword));
+        if (limit) {
+          push(field, limitMessage(limit.keyword, (limit.params as Record<string, unknown>)['limit']));
+          break;
+        }
         const types = errors
           .filter((b) => b.keyword === 'type' && b.schemaPath.startsWith(prefix) && b.instancePath === e.instancePath)
           .map((b) => String((b.params as Record<string, unknown>)['type']));
@@ -97,6 +111,11 @@ export function schemaErrorsToFieldErrors(errors: readonly TLocalizedValidationE
       }
       case 'minimum':
         push(field, `must be >= ${String(params['limit'])}`);
+        break;
+      case 'maxLength':
+      case 'maxItems':
+      case 'maxProperties':
+        push(field, limitMessage(e.keyword, params['limit']));
         break;
       default:
         push(field, e.message);

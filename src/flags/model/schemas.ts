@@ -8,6 +8,25 @@ import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { invariant } from '../../util/assert.js';
 import {
+  attributeCharsMax,
+  clauseValueCharsMax,
+  clauseValuesMax,
+  clausesPerRuleMax,
+  contextKeyCharsMax,
+  keyCharsMax,
+  nameCharsMax,
+  prerequisitesPerFlagMax,
+  rolloutEntriesMax,
+  ruleIdCharsMax,
+  rulesPerDefinitionMax,
+  seedCharsMax,
+  segmentContextKeysMax,
+  targetContextKeysPerFlagMax,
+  targetsPerFlagMax,
+  variationKeyCharsMax,
+  variationsPerFlagMax,
+} from '../limits.js';
+import {
   CLAUSE_OPS,
   FLAG_TYPES,
   type Clause,
@@ -19,46 +38,49 @@ import {
 
 export const ClauseSchema = Type.Object(
   {
-    attribute: Type.String(),
+    attribute: Type.String({ maxLength: attributeCharsMax }),
     op: Type.Enum([...CLAUSE_OPS]),
-    values: Type.Array(Type.String()),
+    values: Type.Array(Type.String({ maxLength: clauseValueCharsMax }), { maxItems: clauseValuesMax }),
     negate: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
 
 export const VariationSchema = Type.Object(
-  { key: Type.String(), value: Type.Unknown() },
+  { key: Type.String({ maxLength: variationKeyCharsMax }), value: Type.Unknown() },
   { additionalProperties: false },
 );
 
 export const TargetSchema = Type.Object(
-  { contextKeys: Type.Array(Type.String()), variation: Type.String() },
+  {
+    contextKeys: Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: targetContextKeysPerFlagMax }),
+    variation: Type.String({ maxLength: variationKeyCharsMax }),
+  },
   { additionalProperties: false },
 );
 
 export const PrerequisiteSchema = Type.Object(
-  { flagKey: Type.String(), variation: Type.String() },
+  { flagKey: Type.String({ maxLength: keyCharsMax }), variation: Type.String({ maxLength: variationKeyCharsMax }) },
   { additionalProperties: false },
 );
 
 /** A rule in a body: `id` may be omitted, normalizeFlag then assigns `rule-{n}`. */
 export const RuleSchema = Type.Object(
   {
-    id: Type.Optional(Type.String()),
-    clauses: Type.Array(ClauseSchema),
-    variation: Type.String(),
+    id: Type.Optional(Type.String({ maxLength: ruleIdCharsMax })),
+    clauses: Type.Array(ClauseSchema, { maxItems: clausesPerRuleMax }),
+    variation: Type.String({ maxLength: variationKeyCharsMax }),
   },
   { additionalProperties: false },
 );
 
 export const RolloutEntrySchema = Type.Object(
-  { variation: Type.String(), weight: Type.Integer({ minimum: 0 }) },
+  { variation: Type.String({ maxLength: variationKeyCharsMax }), weight: Type.Integer({ minimum: 0 }) },
   { additionalProperties: false },
 );
 
 export const SegmentRuleSchema = Type.Object(
-  { id: Type.Optional(Type.String()), clauses: Type.Array(ClauseSchema) },
+  { id: Type.Optional(Type.String({ maxLength: ruleIdCharsMax })), clauses: Type.Array(ClauseSchema, { maxItems: clausesPerRuleMax }) },
   { additionalProperties: false },
 );
 
@@ -77,18 +99,18 @@ const serverOwnedFields = {
 };
 
 const flagDefinitionFields = {
-  name: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String({ maxLength: nameCharsMax })),
   type: Type.Enum([...FLAG_TYPES]),
   enabled: Type.Optional(Type.Boolean()),
-  defaultVariation: Type.String(),
-  variations: Type.Array(VariationSchema),
-  targets: Type.Optional(Type.Array(TargetSchema)),
-  prerequisites: Type.Optional(Type.Array(PrerequisiteSchema)),
-  rules: Type.Optional(Type.Array(RuleSchema)),
-  rollout: Type.Optional(Type.Array(RolloutEntrySchema)),
+  defaultVariation: Type.String({ maxLength: variationKeyCharsMax }),
+  variations: Type.Array(VariationSchema, { maxItems: variationsPerFlagMax }),
+  targets: Type.Optional(Type.Array(TargetSchema, { maxItems: targetsPerFlagMax })),
+  prerequisites: Type.Optional(Type.Array(PrerequisiteSchema, { maxItems: prerequisitesPerFlagMax })),
+  rules: Type.Optional(Type.Array(RuleSchema, { maxItems: rulesPerDefinitionMax })),
+  rollout: Type.Optional(Type.Array(RolloutEntrySchema, { maxItems: rolloutEntriesMax })),
   // null is accepted as "absent" for the two optional scalars.
-  bucketBy: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  seed: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  bucketBy: Type.Optional(Type.Union([Type.String({ maxLength: attributeCharsMax }), Type.Null()])),
+  seed: Type.Optional(Type.Union([Type.String({ maxLength: seedCharsMax }), Type.Null()])),
 };
 
 /** POST flags: key, type, variations and defaultVariation required (spec "Create requires"). */
@@ -107,10 +129,10 @@ export const FlagPutBodySchema = Type.Object(
 );
 
 const segmentDefinitionFields = {
-  name: Type.Optional(Type.String()),
-  included: Type.Optional(Type.Array(Type.String())),
-  excluded: Type.Optional(Type.Array(Type.String())),
-  rules: Type.Optional(Type.Array(SegmentRuleSchema)),
+  name: Type.Optional(Type.String({ maxLength: nameCharsMax })),
+  included: Type.Optional(Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: segmentContextKeysMax })),
+  excluded: Type.Optional(Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: segmentContextKeysMax })),
+  rules: Type.Optional(Type.Array(SegmentRuleSchema, { maxItems: rulesPerDefinitionMax })),
 };
 
 /** POST segments: key required, the rest defaults to empty (name defaults to the key). */

@@ -19,6 +19,13 @@ import {
   type Variation,
 } from './types.js';
 import { unreachable } from '../../util/assert.js';
+import {
+  flagDefinitionBytesMax,
+  jsonValueDepthMax,
+  segmentDefinitionBytesMax,
+  targetContextKeysPerFlagMax,
+  variationValueBytesMax,
+} from '../limits.js';
 
 /** DECISIONS.md: keys are URL-safe, `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`. */
 export const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -58,6 +65,31 @@ function keyError(field: string, key: unknown): FieldError | undefined {
     field,
     `must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(key)})`,
   );
+}
+
+/**
+ * Nesting depth of a JSON value, counted without recursion and without looking deeper than
+ * `stopAt` (so a value nested 100,000 levels costs as much as one nested stopAt + 1): scalars are
+ * 0, `[]` and `{}` are 1, `[[1]]` is 2. Returns stopAt + 1 for anything deeper than stopAt.
+ */
+export function jsonDepth(value: unknown, stopAt = jsonValueDepthMax): number {
+  let deepest = 0;
+  const stack: Array<{ v: unknown; d: number }> = [{ v: value, d: 0 }];
+  while (stack.length > 0) {
+    const { v, d } = stack.pop() as { v: unknown; d: number };
+    if (typeof v !== 'object' || v === null) continue;
+    const depth = d + 1;
+    if (depth > stopAt) return stopAt + 1;
+    if (depth > deepest) deepest = depth;
+    const children = Array.isArray(v) ? v : Object.values(v as Record<string, unknown>);
+    for (const c of children) if (typeof c === 'object' && c !== null) stack.push({ v: c, d: depth });
+  }
+  return deepest;
+}
+
+/** UTF-8 bytes of a value serialised as JSON; call only on values whose depth was checked. */
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '');
 }
 
 /** Spec table "Flag types and the type of a variation value". */
@@ -167,6 +199,16 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     if (typeof v.key !== 'string' || v.key === '') out.push(err(`variations[${i}].key`, 'must be a non-empty string'));
     else if (variationKeys.has(v.key)) out.push(err(`variations[${i}].key`, `duplicate variation key ${quote(v.key)}`));
     else variationKeys.add(v.key);
+    // Size before type: the type message quotes the value, which must be small and shallow first.
+    if (jsonDepth(v.value) > jsonValueDepthMax) {
+      out.push(err(`variations[${i}].value`, `must nest at most ${jsonValueDepthMax} levels of arrays and objects (the limit)`));
+      return;
+    }
+    const bytes = jsonBytes(v.value);
+    if (bytes > variationValueBytesMax) {
+      out.push(err(`variations[${i}].value`, `must be at most ${variationValueBytesMax} bytes as JSON (the limit; got ${bytes})`));
+      return;
+    }
     if (typeOk && !valueMatchesType(flag.type, v.value)) {
       out.push(
         err(`variations[${i}].value`, `must be ${TYPE_WORDS[flag.type]} for ${flag.type === 'integer' ? 'an' : 'a'} ${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`),
@@ -181,6 +223,10 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
   checkRef('defaultVariation', flag.defaultVariation);
 
   // Targets: each names an existing variation; a context key is targeted at most once.
+  const targetedCount = flag.targets.reduce((n, t) => n + t.contextKeys.length, 0);
+  if (targetedCount > targetContextKeysPerFlagMax) {
+    out.push(err('targets', `must name at most ${targetContextKeysPerFlagMax} context keys in all (the limit; got ${targetedCount})`));
+  }
   const targeted = new Map<string, number>();
   flag.targets.forEach((t, i) => {
     checkRef(`targets[${i}].variation`, t.variation);
@@ -250,6 +296,11 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     out.push(err('bucketBy', 'must name a context attribute (omit it to bucket by the context key)'));
   }
   if (flag.seed !== undefined && typeof flag.seed !== 'string') out.push(err('seed', 'must be a string'));
+  // The whole definition last, once every part is known to be bounded (and shallow).
+  if (out.length === 0) {
+    const bytes = jsonBytes(flag);
+    if (bytes > flagDefinitionBytesMax) out.push(err('body', `the flag must be at most ${flagDefinitionBytesMax} bytes as JSON (the limit; got ${bytes})`));
+  }
   return out;
 }
 
@@ -267,5 +318,9 @@ export function validateSegment(segment: SegmentDefinition): FieldError[] {
   segment.rules.forEach((r, i) => {
     r.clauses.forEach((c, j) => validateClause(`rules[${i}].clauses[${j}]`, c, 'segment', out));
   });
+  if (out.length === 0) {
+    const bytes = jsonBytes(segment);
+    if (bytes > segmentDefinitionBytesMax) out.push(err('body', `the segment must be at most ${segmentDefinitionBytesMax} bytes as JSON (the limit; got ${bytes})`));
+  }
   return out;
 }

@@ -4,13 +4,16 @@
  * per change (a segment change goes to every environment of its project). `id:` lines carry the
  * change-feed seq, so a client that reconnects with Last-Event-ID gets what it missed from a bounded
  * in-memory log, or a fresh `put` when the log no longer reaches back that far. Heartbeat comments
- * keep idle connections open; a client that cannot keep up is disconnected by the HTTP adapter's
- * per-stream buffer cap. Each event is serialised once and written to every client.
+ * keep idle connections open; a client that cannot keep up is disconnected by the HTTP adapter
+ * (its per-stream buffer cap or drain deadline, src/http/stream.ts) and counted here, whether it
+ * was cut off during its put or later. Each event, and each environment's put, is serialised once
+ * into a Buffer that every client shares; the adapter sends it in back-pressured slices.
  * It is not the HTTP route (api/sdk-routes.ts) and does not read the store except through Replica.
  */
 import type { ServerStream } from '../../http/index.js';
 import type { Change, EnvironmentInfo } from '../store/types.js';
 import type { EnvState, Replica } from './replica.js';
+import { sseClientBufferBytesDefault } from '../limits.js';
 
 export interface StreamLimits {
   /** Changes kept for Last-Event-ID replay... */
@@ -20,9 +23,20 @@ export interface StreamLimits {
   /** Connected clients across all environments; more are refused (503). */
   clientsMax: number;
   heartbeatMs: number;
+  /** A client whose socket stays unwritable this long (it stopped reading) is cut off as slow. */
+  drainTimeoutMs: number;
+  /** A resuming client whose missed changes exceed this many bytes gets a fresh put instead. */
+  replayBytesMax: number;
 }
 
-export const defaultStreamLimits: StreamLimits = { replayLogEntriesMax: 4096, replayLogBytesMax: 32 * 1024 * 1024, clientsMax: 20_000, heartbeatMs: 15_000 };
+export const defaultStreamLimits: StreamLimits = {
+  replayLogEntriesMax: 4096,
+  replayLogBytesMax: 32 * 1024 * 1024,
+  clientsMax: 20_000,
+  heartbeatMs: 15_000,
+  drainTimeoutMs: 10_000,
+  replayBytesMax: sseClientBufferBytesDefault,
+};
 
 interface Client {
   stream: ServerStream;
@@ -35,7 +49,7 @@ interface LogEntry {
   seq: number;
   projectKey: string;
   envKey: string | null;
-  frame: string;
+  frame: Buffer;
 }
 
 export interface StreamStats {
@@ -46,6 +60,8 @@ export interface StreamStats {
   slowDisconnects: number;
   replayLogEvicted: number;
   refusedOverCap: number;
+  /** Flags or segments left out of a put, or changes not sent, because they could not be serialised. */
+  unservable: number;
 }
 
 export type ConnectOutcome = { ok: true; mode: 'put' | 'replay' } | { ok: false; code: 'over_capacity' | 'closed' };
@@ -62,6 +78,8 @@ export function changeFrame(c: Change): string {
 }
 
 export const heartbeatFrame = ': heartbeat\n\n';
+const heartbeatBytes = Buffer.from(heartbeatFrame);
+const retryBytes = Buffer.from('retry: 1000\n\n');
 
 export class StreamHub {
   private readonly clients = new Map<EnvState, Set<Client>>();
@@ -71,15 +89,17 @@ export class StreamHub {
   private logStart = 0;
   private logBytes = 0;
   private floor: number;
-  private readonly putCache = new WeakMap<EnvState, { revision: number; json: string }>();
+  private readonly putCache = new WeakMap<EnvState, { revision: number; id: number; frame: Buffer }>();
   private readonly heartbeat: NodeJS.Timeout | undefined;
-  readonly stats: StreamStats = { connects: 0, resumedFromLog: 0, freshPuts: 0, eventsSent: 0, slowDisconnects: 0, replayLogEvicted: 0, refusedOverCap: 0 };
+  readonly stats: StreamStats = { connects: 0, resumedFromLog: 0, freshPuts: 0, eventsSent: 0, slowDisconnects: 0, replayLogEvicted: 0, refusedOverCap: 0, unservable: 0 };
 
   constructor(
     private readonly replica: Replica,
     private readonly limits: StreamLimits,
     /** The store's newest seq, to tell a Last-Event-ID from this data set's future from a stale one. */
     private readonly latestSeq: () => Promise<number>,
+    /** Told about each record that cannot be serialised (logged by the service). */
+    private readonly onUnservable: (what: string, err: unknown) => void = () => undefined,
   ) {
     this.floor = replica.feedPos;
     if (limits.heartbeatMs > 0) {
@@ -116,30 +136,10 @@ export class StreamHub {
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
+    stream.drainTimeoutMs = this.limits.drainTimeoutMs;
     const client: Client = { stream, env: state, lastId: 0 };
-    let mode: 'put' | 'replay';
-    if (resumable && (lastEventId as number) >= this.floor) {
-      mode = 'replay';
-      this.stats.resumedFromLog++;
-      client.lastId = lastEventId as number;
-      stream.write('retry: 1000\n\n');
-      for (let i = this.logStart; i < this.log.length; i++) {
-        const e = this.log[i] as LogEntry;
-        if (e.seq <= client.lastId || e.projectKey !== env.projectKey || (e.envKey !== null && e.envKey !== env.key)) continue;
-        stream.write(e.frame);
-        client.lastId = e.seq;
-        this.stats.eventsSent++;
-      }
-      client.lastId = Math.max(client.lastId, lastEventId as number);
-    } else {
-      mode = 'put';
-      this.stats.freshPuts++;
-      client.lastId = this.replica.positionOf(state);
-      stream.write(`retry: 1000\n${frame(client.lastId, 'put', this.putJson(state))}`);
-      this.stats.eventsSent++;
-    }
-    if (stream.closed) return { ok: false, code: 'closed' };
-    this.stats.connects++;
+    // Registered before the first byte, so a client cut off as slow during its put (or its
+    // replay) is counted like any other.
     let set = this.clients.get(state);
     if (!set) {
       set = new Set();
@@ -147,17 +147,91 @@ export class StreamHub {
     }
     set.add(client);
     this.clientCount++;
-    stream.onClose(() => this.remove(client));
+    stream.onClose((reason) => {
+      if (reason === 'slow') this.stats.slowDisconnects++;
+      this.remove(client);
+    });
+    let mode: 'put' | 'replay';
+    const missed = resumable && (lastEventId as number) >= this.floor ? this.missedSince(env, lastEventId as number) : undefined;
+    if (missed) {
+      // One chunk: the adapter sends it with back-pressure like a put, rather than counting
+      // hundreds of queued frames against the client's buffer before it had a chance to read.
+      mode = 'replay';
+      this.stats.resumedFromLog++;
+      stream.write(Buffer.concat([retryBytes, ...missed.frames]));
+      this.stats.eventsSent += missed.frames.length;
+      client.lastId = Math.max(missed.lastId, lastEventId as number);
+    } else {
+      mode = 'put';
+      this.stats.freshPuts++;
+      client.lastId = this.replica.positionOf(state);
+      stream.write('retry: 1000\n');
+      stream.write(this.putFrame(state, client.lastId));
+      this.stats.eventsSent++;
+    }
+    this.stats.connects++;
+    if (stream.closed) return { ok: false, code: 'closed' };
     return { ok: true, mode };
   }
 
-  /** `{path: "/", data: {flags: {key: Flag}, segments: {key: Segment}}}`, serialised once per revision. */
-  private putJson(state: EnvState): string {
+  /**
+   * The frames of the log this environment's client missed after `lastId`, or undefined when they
+   * exceed what a client may be sent in one go (replayBytesMax): such a client gets a fresh put,
+   * which every client shares, instead of a private copy of the log.
+   */
+  private missedSince(env: EnvironmentInfo, lastId: number): { frames: Buffer[]; lastId: number } | undefined {
+    const frames: Buffer[] = [];
+    let bytes = 0;
+    let last = lastId;
+    for (let i = this.logStart; i < this.log.length; i++) {
+      const e = this.log[i] as LogEntry;
+      if (e.seq <= lastId || e.projectKey !== env.projectKey || (e.envKey !== null && e.envKey !== env.key)) continue;
+      bytes += e.frame.length;
+      if (bytes > this.limits.replayBytesMax) return undefined;
+      frames.push(e.frame);
+      last = e.seq;
+    }
+    return { frames, lastId: last };
+  }
+
+  /**
+   * The put frame, `{path: "/", data: {flags: {key: Flag}, segments: {key: Segment}}}`, serialised
+   * once per revision into one Buffer that every client connecting at that revision shares (a
+   * client still streaming an older one keeps that one alive until it finishes or is cut off).
+   */
+  private putFrame(state: EnvState, id: number): Buffer {
     const cached = this.putCache.get(state);
-    if (cached && cached.revision === state.revision) return cached.json;
-    const json = JSON.stringify({ path: '/', data: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) } });
-    this.putCache.set(state, { revision: state.revision, json });
-    return json;
+    if (cached && cached.revision === state.revision && cached.id === id) return cached.frame;
+    let json: string;
+    try {
+      json = JSON.stringify({ path: '/', data: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) } });
+    } catch {
+      json = this.putJsonWithoutUnservable(state);
+    }
+    const built = Buffer.from(frame(id, 'put', json));
+    this.putCache.set(state, { revision: state.revision, id, frame: built });
+    return built;
+  }
+
+  /**
+   * The put's JSON built entry by entry, leaving out (and reporting) each flag or segment that
+   * cannot be serialised (a record stored before the input limits existed): one bad record must
+   * not keep every client of the environment from its put.
+   */
+  private putJsonWithoutUnservable(state: EnvState): string {
+    const members = (kind: string, entries: Iterable<[string, unknown]>): string => {
+      const out: string[] = [];
+      for (const [key, value] of entries) {
+        try {
+          out.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
+        } catch (err) {
+          this.stats.unservable++;
+          this.onUnservable(`${kind} ${state.projectKey}/${state.envKey}/${key} left out of the SSE put`, err);
+        }
+      }
+      return out.join(',');
+    };
+    return `{"path":"/","data":{"flags":{${members('flag', state.flags)}},"segments":{${members('segment', state.segments)}}}}`;
   }
 
   private remove(client: Client): void {
@@ -170,7 +244,14 @@ export class StreamHub {
 
   /** Called for every feed change, after the replica applied it, with the environments it touched. */
   publish(c: Change, affected: readonly EnvState[]): void {
-    const f = changeFrame(c);
+    let f: Buffer;
+    try {
+      f = Buffer.from(changeFrame(c));
+    } catch (err) {
+      this.stats.unservable++;
+      this.onUnservable(`${c.resource} ${c.projectKey}/${c.environmentKey ?? '*'}/${c.key} version ${c.version} not sent to SSE clients`, err);
+      return;
+    }
     this.append({ seq: c.seq, projectKey: c.projectKey, envKey: c.environmentKey, frame: f });
     for (const env of affected) {
       const set = this.clients.get(env);
@@ -183,15 +264,12 @@ export class StreamHub {
     }
   }
 
-  private send(client: Client, chunk: string): void {
-    if (client.stream.write(chunk)) {
-      this.stats.eventsSent++;
-      return;
-    }
-    // write() refuses only a closed stream; if it was open, the adapter just cut it for overflowing
-    // its buffer cap: a slow client, disconnected rather than allowed to grow memory.
-    this.stats.slowDisconnects++;
-    this.remove(client);
+  /**
+   * write() refuses only a closed stream; when it was open, the adapter just cut it off for
+   * overflowing its buffer cap, and the close callback counted it as slow and removed it.
+   */
+  private send(client: Client, chunk: Buffer): void {
+    if (client.stream.write(chunk)) this.stats.eventsSent++;
   }
 
   private append(e: LogEntry): void {
@@ -214,7 +292,7 @@ export class StreamHub {
   }
 
   private beat(): void {
-    for (const set of this.clients.values()) for (const client of [...set]) this.send(client, heartbeatFrame);
+    for (const set of this.clients.values()) for (const client of [...set]) this.send(client, heartbeatBytes);
   }
 
   close(): void {

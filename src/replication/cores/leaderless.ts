@@ -15,9 +15,19 @@
  * ceil(W·m/N) + ceil(R·m/N) > m, so a region's read and write quorums still overlap.
  * local_quorum waits on the coordinator's region only, each_quorum on every region; `quorum`
  * uses the plain preference list and W/R whatever the regions.
+ *
+ * Durable state (what survives a crash): the store and the hints held for others (versions carry
+ * their vector clocks and HLC timestamps). Each change is a durable record, with a checkpoint of
+ * both when the records since the last one outweigh them; leaderlessDurableFold rebuilds them. A
+ * restarted node catches up by hinted handoff (its stand-ins hand back), anti-entropy (started at
+ * once) and read repair; in-flight requests it coordinated are lost (their clients saw them fail).
+ * A replica refuses a client write (put) that would take its stored bytes (store + hints) past its
+ * budget with put_nack; the coordinator answers storage_full (507) as soon as the refusals leave
+ * too few replicas for W. Repairs, handoffs and anti-entropy are always applied (convergence).
  */
 import {
   emptyOutput,
+  type DurableFold,
   type ClientReply,
   type ClientRequest,
   type ClusterConfig,
@@ -34,7 +44,8 @@ import {
   type ReadRepairMode,
   type Version,
 } from '../core.js';
-import { HybridClock } from '../hlc.js';
+import { externalTimestampProblem, HybridClock } from '../hlc.js';
+import { corruptTimestampAheadMsMax, durableCheckpointMinBytes, repairOverBudgetFactorMax, storedEntryOverheadBytes } from '../limits.js';
 import { invariant, unreachable } from '../../util/assert.js';
 import { aeAnswer, aePlan, aeRoot } from '../dynamo/anti-entropy.js';
 import { PhiAccrualDetector, defaultPhiOptions } from '../dynamo/phi.js';
@@ -91,6 +102,8 @@ type LlMsg =
   /** Store v (as a hint for `hint` when set); acknowledge with put_ack when `ack`; `repair` marks read repair. */
   | { t: 'put'; rid: number; v: Version; hint: NodeId | null; ack: boolean; repair: boolean }
   | { t: 'put_ack'; rid: number; key: string }
+  /** The replica refused the put: it would pass its stored-bytes budget. */
+  | { t: 'put_nack'; rid: number; key: string }
   | { t: 'get'; rid: number; key: string; digest: boolean }
   | { t: 'got'; rid: number; key: string; full: boolean; v: Version | null; digest: string }
   | { t: 'handoff'; kind: HandoffKind; vs: Version[] }
@@ -119,7 +132,8 @@ function decodeMsg(x: unknown): LlMsg | null {
         ? { t: 'put', rid: x.rid, v: x.v, hint: x.hint, ack: x.ack, repair: x.repair }
         : null;
     case 'put_ack':
-      return typeof x.rid === 'number' && typeof x.key === 'string' ? { t: 'put_ack', rid: x.rid, key: x.key } : null;
+    case 'put_nack':
+      return typeof x.rid === 'number' && typeof x.key === 'string' ? { t: x.t, rid: x.rid, key: x.key } : null;
     case 'get':
       return typeof x.rid === 'number' && typeof x.key === 'string' && typeof x.digest === 'boolean'
         ? { t: 'get', rid: x.rid, key: x.key, digest: x.digest }
@@ -173,6 +187,8 @@ interface Slot {
   holders: NodeId[];
   /** Acked (write) or replied (read) by any holder. */
   done: boolean;
+  /** A holder refused the write for its storage budget (put_nack). */
+  refused?: boolean;
 }
 
 interface Group {
@@ -245,6 +261,71 @@ interface LogEntry {
 
 type ApplyCause = 'write' | 'apply' | 'repair' | 'handoff' | 'transfer' | 'anti_entropy';
 
+// ---------------------------------------------------------------- durable records
+
+/** Store set / delete, hint set / delete, or a checkpoint of both. */
+type LlRecord =
+  | ['s', Version]
+  | ['d', string]
+  | ['h', NodeId, Version]
+  | ['x', NodeId, string]
+  | ['c', Version[], Array<[NodeId, Version[]]>];
+
+/** What a restarted node starts from (CoreOptions.persisted). */
+interface LlPersisted {
+  store: Map<string, Version>;
+  hints: Map<NodeId, Map<string, Version>>;
+}
+
+function isLlRecord(r: unknown): r is LlRecord {
+  return Array.isArray(r) && typeof r[0] === 'string';
+}
+
+function isLlPersisted(p: unknown): p is LlPersisted {
+  return typeof p === 'object' && p !== null && (p as LlPersisted).store instanceof Map && (p as LlPersisted).hints instanceof Map;
+}
+
+export const leaderlessDurableFold: DurableFold = {
+  fold(state, record) {
+    if (!isLlRecord(record)) return state;
+    if (record[0] === 'c') {
+      return { store: new Map(record[1].map((v) => [v.key, v])), hints: new Map(record[2].map(([owner, vs]) => [owner, new Map(vs.map((v) => [v.key, v]))])) };
+    }
+    const st: LlPersisted = isLlPersisted(state) ? state : { store: new Map(), hints: new Map() };
+    switch (record[0]) {
+      case 's':
+        st.store.set(record[1].key, record[1]);
+        break;
+      case 'd':
+        st.store.delete(record[1]);
+        break;
+      case 'h': {
+        let held = st.hints.get(record[1]);
+        if (!held) {
+          held = new Map();
+          st.hints.set(record[1], held);
+        }
+        held.set(record[2].key, record[2]);
+        break;
+      }
+      case 'x': {
+        const held = st.hints.get(record[1]);
+        held?.delete(record[2]);
+        if (held?.size === 0) st.hints.delete(record[1]);
+        break;
+      }
+      default:
+        unreachable(record);
+    }
+    return st;
+  },
+  isCheckpoint: (record) => isLlRecord(record) && record[0] === 'c',
+};
+
+function versionBytes(v: Version): number {
+  return v.key.length + v.value.length + storedEntryOverheadBytes;
+}
+
 function newestOf(vs: Iterable<Version | null>): Version | null {
   let best: Version | null = null;
   for (const v of vs) if (v && (!best || lwwNewer(v, best))) best = v;
@@ -285,7 +366,12 @@ class LeaderlessCore implements NodeCore {
   private readonly out: CoreOutput = emptyOutput();
   private readonly log: LogEntry[] = [];
   private logIndex = 0;
+  /** Budget on storedBytes (store + hints; Infinity when none); durable bytes since the last checkpoint. */
+  private readonly storedBytesMax: number;
+  private storedBytes = 0;
+  private durableSinceCheckpoint = 0;
   private readonly stats = {
+    refused_storage_full: 0,
     writes: 0,
     reads: 0,
     applied: 0,
@@ -324,6 +410,62 @@ class LeaderlessCore implements NodeCore {
     this.nextHeartbeatAt = opts.now + opts.rng.range(0, this.heartbeatIntervalMs() - 1);
     this.nextHandoffAt = opts.now + opts.rng.range(1, leaderlessLimits.handoffIntervalMs);
     this.nextAntiEntropyAt = opts.now + opts.rng.range(1, leaderlessLimits.antiEntropyIntervalMs);
+    this.storedBytesMax = opts.storedBytesMax ?? Infinity;
+    if (isLlPersisted(opts.persisted)) this.restore(opts.persisted, opts.now);
+  }
+
+  /** A restarted node: store and hints as they were, its clock past them, catch-up duties at once. */
+  private restore(p: LlPersisted, now: number): void {
+    for (const v of p.store.values()) {
+      this.store.set(v.key, v);
+      this.storedBytes += versionBytes(v);
+      this.clock.observe(v.timestamp, now);
+    }
+    for (const [owner, held] of p.hints) {
+      this.hints.set(owner, held);
+      this.hintCount += held.size;
+      for (const v of held.values()) {
+        this.storedBytes += versionBytes(v);
+        this.clock.observe(v.timestamp, now);
+      }
+    }
+    this.nextAntiEntropyAt = now;
+    this.nextHandoffAt = now;
+  }
+
+  private durable(r: LlRecord, bytes: number): void {
+    (this.out.durable as unknown[]).push(r);
+    this.durableSinceCheckpoint += bytes;
+  }
+
+  /** Store and hints as one record, once the records since the last one outweigh them (limits.ts). */
+  private maybeCheckpoint(): void {
+    if (this.durableSinceCheckpoint <= Math.max(durableCheckpointMinBytes, this.storedBytes)) return;
+    const hints: Array<[NodeId, Version[]]> = [];
+    for (const [owner, held] of this.hints) hints.push([owner, [...held.values()]]);
+    (this.out.durable as unknown[]).push(['c', [...this.store.values()], hints] satisfies LlRecord);
+    this.durableSinceCheckpoint = 0;
+  }
+
+  private storeSet(v: Version): void {
+    const cur = this.store.get(v.key);
+    this.storedBytes += versionBytes(v) - (cur ? versionBytes(cur) : 0);
+    this.store.set(v.key, v);
+    this.durable(['s', v], versionBytes(v));
+  }
+
+  private storeDelete(key: string): void {
+    const cur = this.store.get(key);
+    if (!cur) return;
+    this.storedBytes -= versionBytes(cur);
+    this.store.delete(key);
+    this.durable(['d', key], storedEntryOverheadBytes);
+  }
+
+  /** Storing `v` over `cur` would take the stored bytes past `max` (and make them grow). */
+  private wouldOverflow(v: Version, cur: Version | undefined, max = this.storedBytesMax): boolean {
+    const after = this.storedBytes + versionBytes(v) - (cur ? versionBytes(cur) : 0);
+    return after > this.storedBytes && after > max;
   }
 
   // ------------------------------------------------------------ NodeCore
@@ -402,9 +544,16 @@ class LeaderlessCore implements NodeCore {
   }
 
   drain(out: CoreOutput): void {
+    this.maybeCheckpoint();
     out.messages.push(...this.out.messages);
     out.replies.push(...this.out.replies);
     out.events.push(...this.out.events);
+    const durable = this.out.durable as unknown[];
+    if (durable.length > 0) {
+      if (out.durable === undefined) out.durable = [];
+      for (const r of durable) out.durable.push(r);
+      durable.length = 0;
+    }
     this.out.messages.length = 0;
     this.out.replies.length = 0;
     this.out.events.length = 0;
@@ -446,6 +595,9 @@ class LeaderlessCore implements NodeCore {
         pending_transfers: [...this.transfers.values()].reduce((s, k) => s + k.size, 0),
         in_flight: this.ops.size,
         suspected: this.others().filter((p) => this.suspected(p)),
+        hlc_remote_refused: this.clock.remoteRefused,
+        stored_bytes: this.storedBytes,
+        stored_bytes_max: Number.isFinite(this.storedBytesMax) ? this.storedBytesMax : null,
         ...this.stats,
       },
     };
@@ -467,11 +619,18 @@ class LeaderlessCore implements NodeCore {
     switch (msg.t) {
       case 'hb':
         this.detectors.get(from)?.heartbeat(this.now);
-        observeStrict(this.clock, msg.hlc);
+        observeStrict(this.clock, msg.hlc, this.now);
         return;
       case 'put': {
+        const asHint = msg.hint !== null && msg.hint !== this.id;
+        if (!msg.repair && this.wouldOverflow(msg.v, asHint ? this.hints.get(msg.hint as NodeId)?.get(msg.v.key) : this.store.get(msg.v.key))) {
+          // Client writes only: repairs keep replicas converging whatever the budget.
+          this.stats.refused_storage_full++;
+          if (msg.ack) this.deliver(from, { t: 'put_nack', rid: msg.rid, key: msg.v.key });
+          return;
+        }
         let stored: boolean;
-        if (msg.hint !== null && msg.hint !== this.id) stored = this.storeHint(msg.hint, msg.v, from);
+        if (asHint) stored = this.storeHint(msg.hint as NodeId, msg.v, from);
         else {
           this.applyVersion(msg.v, msg.repair ? 'repair' : from === this.id ? 'write' : 'apply', from);
           stored = true;
@@ -481,6 +640,9 @@ class LeaderlessCore implements NodeCore {
       }
       case 'put_ack':
         this.onAck(from, msg.rid);
+        return;
+      case 'put_nack':
+        this.onNack(from, msg.rid);
         return;
       case 'get': {
         const v = this.localVersion(msg.key);
@@ -708,6 +870,31 @@ class LeaderlessCore implements NodeCore {
     this.checkWrite(op);
   }
 
+  /**
+   * A replica refused the write for its budget: once the refusals leave a group fewer replicas than
+   * its quorum needs, the write fails with storage_full (507) at once.
+   */
+  private onNack(from: NodeId, rid: number): void {
+    const op = this.ops.get(rid);
+    if (!op || op.kind !== 'write' || op.replied) return;
+    const slot = this.slotOf(op, from);
+    if (!slot || slot.done) return;
+    slot.refused = true;
+    for (let g = 0; g < op.groups.length; g++) {
+      let possible = 0;
+      for (const s of op.slots) if (s.group === g && (s.done || !s.refused)) possible++;
+      if (possible >= (op.groups[g] as Group).required) continue;
+      op.replied = true;
+      this.ops.delete(op.rid);
+      this.finishWrite(op, {
+        id: op.reqId, ok: false, code: 'storage_full', status: 507,
+        error: `write refused: replica ${from} would pass its stored-bytes budget of ${this.storedBytesMax === Infinity ? 'its configured' : this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
+        indeterminate: op.slots.some((s) => s.done),
+      });
+      return;
+    }
+  }
+
   private checkWrite(op: WriteOp): void {
     if (!op.replied && this.quorumMet(op)) {
       op.replied = true;
@@ -808,7 +995,7 @@ class LeaderlessCore implements NodeCore {
   private onGot(from: NodeId, msg: Extract<LlMsg, { t: 'got' }>): void {
     const op = this.ops.get(msg.rid);
     if (!op || op.kind !== 'read') return;
-    if (msg.v) observeStrict(this.clock, msg.v.timestamp);
+    if (msg.v) observeStrict(this.clock, msg.v.timestamp, this.now);
     const slot = this.slotOf(op, from);
     if (slot) slot.done = true;
     if (msg.full) op.full.set(from, msg.v);
@@ -937,7 +1124,7 @@ class LeaderlessCore implements NodeCore {
     if (!this.config.sloppy_quorum) return;
     if (op.kind === 'write' && op.replied && !op.slots.some((s) => !s.done)) return;
     for (const slot of op.slots) {
-      if (slot.done || (op.groups[slot.group] as Group).required === 0) continue;
+      if (slot.done || slot.refused || (op.groups[slot.group] as Group).required === 0) continue;
       const standIn = this.recruit(op, slot);
       if (!standIn) continue;
       if (op.kind === 'write') this.sendPut(op, slot, standIn);
@@ -978,17 +1165,21 @@ class LeaderlessCore implements NodeCore {
 
   /** Newer wins (HLC timestamp, then node id): an older value never overwrites a newer tombstone. */
   private applyVersion(v: Version, cause: ApplyCause, from: NodeId): boolean {
-    observeStrict(this.clock, v.timestamp);
+    observeStrict(this.clock, v.timestamp, this.now);
     const cur = this.store.get(v.key);
     if (cur && !lwwNewer(v, cur)) return false;
-    this.store.set(v.key, v);
+    if (this.wouldOverflow(v, cur, this.storedBytesMax * repairOverBudgetFactorMax)) {
+      this.stats.refused_storage_full++;
+      return false;
+    }
+    this.storeSet(v);
     this.stats.applied++;
     this.appendLog(cause, v, from);
     return true;
   }
 
   private storeHint(owner: NodeId, v: Version, from: NodeId): boolean {
-    observeStrict(this.clock, v.timestamp);
+    observeStrict(this.clock, v.timestamp, this.now);
     let held = this.hints.get(owner);
     const cur = held?.get(v.key);
     if (cur && !lwwNewer(v, cur)) return true;
@@ -1002,6 +1193,8 @@ class LeaderlessCore implements NodeCore {
     }
     if (!cur) this.hintCount++;
     held.set(v.key, v);
+    this.storedBytes += versionBytes(v) - (cur ? versionBytes(cur) : 0);
+    this.durable(['h', owner, v], versionBytes(v));
     this.stats.hints_stored++;
     this.appendLog('hint', v, from, owner);
     return true;
@@ -1015,6 +1208,10 @@ class LeaderlessCore implements NodeCore {
         // The owner left the cluster: its hints have nowhere to go.
         this.stats.hints_dropped += held.size;
         this.hintCount -= held.size;
+        for (const [key, v] of held) {
+          this.storedBytes -= versionBytes(v);
+          this.durable(['x', owner, key], storedEntryOverheadBytes);
+        }
         this.hints.delete(owner);
         continue;
       }
@@ -1045,9 +1242,12 @@ class LeaderlessCore implements NodeCore {
       const delivered: string[] = [];
       for (const [key, ts] of items) {
         // Only the version that was sent is settled; a newer hint for the key waits for the next round.
-        if (held.get(key)?.timestamp === ts) {
+        const h = held.get(key);
+        if (h?.timestamp === ts) {
           held.delete(key);
           this.hintCount--;
+          this.storedBytes -= versionBytes(h);
+          this.durable(['x', from, key], storedEntryOverheadBytes);
           delivered.push(key);
         }
       }
@@ -1074,7 +1274,7 @@ class LeaderlessCore implements NodeCore {
     for (const keys of this.transfers.values()) if (keys.has(key)) return;
     const v = this.store.get(key);
     if (!v) return;
-    this.store.delete(key);
+    this.storeDelete(key);
     this.stats.keys_moved_out++;
     this.appendLog('moved', v, this.id);
   }
@@ -1213,9 +1413,11 @@ class LeaderlessCore implements NodeCore {
         if (!isObject(args) || typeof args.key !== 'string' || typeof args.value !== 'string') {
           return { ok: false, status: 400, error: 'corrupt needs {key: string, value: string, timestamp?: number}' };
         }
-        if (args.timestamp !== undefined && typeof args.timestamp !== 'number') {
-          return { ok: false, status: 400, error: 'corrupt timestamp must be a number (Unix ns)' };
-        }
+        // An outside timestamp is bounded (a day ahead at most) so the bad copy cannot pin anything.
+        const tsProblem = args.timestamp === undefined
+          ? null
+          : externalTimestampProblem(args.timestamp, this.clock.ceiling(this.now), corruptTimestampAheadMsMax);
+        if (tsProblem !== null) return { ok: false, status: 400, error: tsProblem };
         const cur = this.store.get(args.key);
         // Older than the copy it replaces, so every correct replica's version beats it.
         const timestamp = typeof args.timestamp === 'number' ? args.timestamp : (cur?.timestamp ?? this.clock.peek()) - 1_000_000;
@@ -1228,7 +1430,7 @@ class LeaderlessCore implements NodeCore {
           version: cur?.version ?? 1,
           vclock: { ...(cur?.vclock ?? {}) },
         };
-        this.store.set(args.key, v);
+        this.storeSet(v);
         this.appendLog('corrupt', v, this.id);
         return { ok: true, data: { key: args.key, entry: v } };
       }

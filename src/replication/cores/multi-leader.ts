@@ -18,9 +18,18 @@
  *                  (or a later dominating write) settles it.
  * Every node detects a conflict it sees, so one concurrent pair is counted once per replica that
  * received both sides: `conflicts` are detections at this node.
+ *
+ * Durable state (what survives a crash): each key's versions (siblings, a parked remote), which
+ * carry the vector clocks, so a restarted node's next write still dominates what it wrote before.
+ * Every key change is a durable record (the key's whole state), with a checkpoint of every key when
+ * the records since the last one outweigh the store; multiLeaderDurableFold rebuilds it. Writes the
+ * node accepted but had not yet pushed reach the others through anti-entropy after a restart.
+ * A local write that would take the stored bytes past the node's budget is refused (storage_full,
+ * 507); versions from peers are always applied (refusing them would keep replicas apart).
  */
 import {
   emptyOutput,
+  type DurableFold,
   type ClientReply,
   type ClientRequest,
   type ConflictResolver,
@@ -37,6 +46,7 @@ import {
   type Version,
 } from '../core.js';
 import { HybridClock } from '../hlc.js';
+import { durableCheckpointMinBytes, storedEntryOverheadBytes } from '../limits.js';
 import { unreachable } from '../../util/assert.js';
 import { aeAnswer, aePlan, aeRoot, type AeRoot } from '../dynamo/anti-entropy.js';
 import { applyCrdtOp, encodeCrdt, mergeCrdt, parseCrdt, type CrdtState } from '../dynamo/crdt.js';
@@ -125,6 +135,36 @@ interface LogEntry {
   siblings?: Array<{ node_id: NodeId; value: string; vclock: Record<NodeId, number> }>;
 }
 
+// ---------------------------------------------------------------- durable records
+
+/** A key's whole state (`p`: the parked remote or null), or a checkpoint of every key. */
+type MlRecord = ['k', string, Version[], Version | null] | ['c', Array<[string, Version[], Version | null]>];
+
+function isMlRecord(r: unknown): r is MlRecord {
+  return Array.isArray(r) && (r[0] === 'k' || r[0] === 'c');
+}
+
+/** What a restarted node starts from (CoreOptions.persisted): every key's state. */
+type MlPersisted = Map<string, KeyState>;
+
+export const multiLeaderDurableFold: DurableFold = {
+  fold(state, record) {
+    if (!isMlRecord(record)) return state;
+    if (record[0] === 'c') return new Map(record[1].map(([key, versions, parked]) => [key, { versions, parked }]));
+    const st: MlPersisted = state instanceof Map ? (state as MlPersisted) : new Map();
+    st.set(record[1], { versions: record[2], parked: record[3] });
+    return st;
+  },
+  isCheckpoint: (record) => isMlRecord(record) && record[0] === 'c',
+};
+
+function keyStateBytes(key: string, ks: KeyState): number {
+  let b = 0;
+  for (const v of ks.versions) b += key.length + v.value.length + storedEntryOverheadBytes;
+  if (ks.parked) b += key.length + ks.parked.value.length + storedEntryOverheadBytes;
+  return b;
+}
+
 function winnerOf(ks: KeyState): Version {
   let best = ks.versions[0] as Version;
   for (const v of ks.versions) if (lwwCompare(v, best) > 0) best = v;
@@ -182,7 +222,12 @@ class MultiLeaderCore implements NodeCore {
   private readonly out: CoreOutput = emptyOutput();
   private readonly log: LogEntry[] = [];
   private logIndex = 0;
+  /** Budget on storedBytes (Infinity when none); bytes of durable records since the last checkpoint. */
+  private readonly storedBytesMax: number;
+  private storedBytes = 0;
+  private durableSinceCheckpoint = 0;
   private readonly stats = {
+    refused_storage_full: 0,
     writes: 0,
     reads: 0,
     applied: 0,
@@ -202,6 +247,29 @@ class MultiLeaderCore implements NodeCore {
     this.timings = opts.timings;
     // Stagger anti-entropy across nodes so rounds do not all fire at the same instant.
     this.nextAntiEntropyAt = opts.now + opts.rng.range(1, multiLeaderLimits.antiEntropyIntervalMs);
+    this.storedBytesMax = opts.storedBytesMax ?? Infinity;
+    if (opts.persisted instanceof Map) {
+      // A restarted node: its keys as they were; its clock past every timestamp it stored.
+      for (const [key, ks] of opts.persisted as MlPersisted) {
+        this.keys.set(key, ks);
+        this.storedBytes += keyStateBytes(key, ks);
+        for (const v of knownVersions(ks)) this.clock.observe(v.timestamp, opts.now);
+      }
+      // Anti-entropy at once: what it wrote but never pushed, and what it missed while down.
+      this.nextAntiEntropyAt = opts.now;
+    }
+  }
+
+  /** A local write of `value` to `key` would pass the budget: the 507 reply, else null. */
+  private refuseIfFull(reqId: number, key: string, value: string): ClientReply | null {
+    const ks = this.keys.get(key);
+    const after = this.storedBytes - (ks ? keyStateBytes(key, ks) : 0) + key.length + value.length + storedEntryOverheadBytes;
+    if (after <= this.storedBytes || after <= this.storedBytesMax) return null;
+    this.stats.refused_storage_full++;
+    return {
+      id: reqId, ok: false, code: 'storage_full', status: 507,
+      error: `node ${this.id} would store ${after} bytes, past its budget of ${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
+    };
   }
 
   // ------------------------------------------------------------ NodeCore
@@ -209,9 +277,15 @@ class MultiLeaderCore implements NodeCore {
   onClient(req: ClientRequest, now: number): void {
     const op = req.op;
     switch (op.op) {
-      case 'write':
+      case 'write': {
+        const full = this.refuseIfFull(req.id, op.key, op.value);
+        if (full) {
+          this.reply(full);
+          return;
+        }
         this.reply({ id: req.id, ok: true, result: { kind: 'entry', entry: this.localWrite(op.key, op.value, false, now), node_id: this.id } });
         return;
+      }
       case 'delete':
         this.reply({ id: req.id, ok: true, result: { kind: 'entry', entry: this.localWrite(op.key, '', true, now), node_id: this.id } });
         return;
@@ -227,6 +301,13 @@ class MultiLeaderCore implements NodeCore {
         return;
       }
       case 'batch': {
+        for (const e of op.entries) {
+          const full = this.refuseIfFull(req.id, e.key, e.value);
+          if (full) {
+            this.reply(full);
+            return;
+          }
+        }
         const entries = op.entries.map((e) => this.localWrite(e.key, e.value, false, now));
         this.reply({ id: req.id, ok: true, result: { kind: 'batch', entries } });
         return;
@@ -236,7 +317,7 @@ class MultiLeaderCore implements NodeCore {
     }
   }
 
-  onMessage(from: NodeId, raw: unknown, _now: number): void {
+  onMessage(from: NodeId, raw: unknown, now: number): void {
     const msg = decodeMsg(raw);
     if (!msg) {
       this.stats.bad_messages++;
@@ -245,7 +326,7 @@ class MultiLeaderCore implements NodeCore {
     switch (msg.t) {
       case 'rep':
       case 'ae_push':
-        for (const v of msg.vs) this.receive(v, from);
+        for (const v of msg.vs) this.receive(v, from, now);
         return;
       case 'ae_root': {
         const answer = aeAnswer(this.allDigests(), msg, this.timings.maxEntriesPerMessage);
@@ -280,9 +361,16 @@ class MultiLeaderCore implements NodeCore {
   }
 
   drain(out: CoreOutput): void {
+    this.maybeCheckpoint();
     out.messages.push(...this.out.messages);
     out.replies.push(...this.out.replies);
     out.events.push(...this.out.events);
+    const durable = this.out.durable as unknown[];
+    if (durable.length > 0) {
+      if (out.durable === undefined) out.durable = [];
+      for (const r of durable) out.durable.push(r);
+      durable.length = 0;
+    }
     this.out.messages.length = 0;
     this.out.replies.length = 0;
     this.out.events.length = 0;
@@ -342,6 +430,10 @@ class MultiLeaderCore implements NodeCore {
         replicated_versions_sent: this.stats.replicated_versions_sent,
         bad_messages: this.stats.bad_messages,
         log_dropped: this.stats.log_dropped,
+        hlc_remote_refused: this.clock.remoteRefused,
+        stored_bytes: this.storedBytes,
+        stored_bytes_max: Number.isFinite(this.storedBytesMax) ? this.storedBytesMax : null,
+        refused_storage_full: this.stats.refused_storage_full,
       },
     };
   }
@@ -387,8 +479,8 @@ class MultiLeaderCore implements NodeCore {
   }
 
   /** The receive rule (file header): ignore dominated, apply dominating, resolve concurrent. */
-  private receive(v: Version, from: NodeId): void {
-    observeStrict(this.clock, v.timestamp);
+  private receive(v: Version, from: NodeId, now: number): void {
+    observeStrict(this.clock, v.timestamp, now);
     const ks = this.keys.get(v.key);
     if (!ks) {
       this.setKey(v.key, { versions: [v], parked: null });
@@ -466,10 +558,25 @@ class MultiLeaderCore implements NodeCore {
     });
   }
 
+  /** Every change of a key's state goes through here: bytes counted, a durable record drained. */
   private setKey(key: string, ks: KeyState): void {
+    const old = this.keys.get(key);
+    const bytes = keyStateBytes(key, ks);
+    this.storedBytes += bytes - (old ? keyStateBytes(key, old) : 0);
     this.keys.set(key, ks);
     this.digests.delete(key);
     this.stats.applied++;
+    (this.out.durable as unknown[]).push(['k', key, ks.versions, ks.parked] satisfies MlRecord);
+    this.durableSinceCheckpoint += bytes;
+  }
+
+  /** Every key as one record, once the records since the last one outweigh the store (limits.ts). */
+  private maybeCheckpoint(): void {
+    if (this.durableSinceCheckpoint <= Math.max(durableCheckpointMinBytes, this.storedBytes)) return;
+    const all: Array<[string, Version[], Version | null]> = [];
+    for (const [key, ks] of this.keys) all.push([key, ks.versions, ks.parked]);
+    (this.out.durable as unknown[]).push(['c', all] satisfies MlRecord);
+    this.durableSinceCheckpoint = 0;
   }
 
   // ------------------------------------------------------------ manual resolution and controls

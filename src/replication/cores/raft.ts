@@ -16,7 +16,13 @@
  * - add_server/remove_server: the immediate ControlResult is {ok: true, data: {index, term, voters}}
  *   when the config entry was appended; the final answer is a ClientReply with id = reqId whose
  *   result is {kind: 'entry', entry: Version{key: '__config__', value: 'n1,n2,n4', version: index}}.
+ *   A change that is already made is answered the same way at once (removing a node the committed
+ *   configuration lacks, adding one it has), and one already pending in the uncommitted config
+ *   entry waits for that entry: repeating a request whose answer was lost is safe.
  *   The 'peers' control is refused (400): raft membership only changes through its log.
+ * - A leader that applies a config entry emits `membership_changed` {voters, index, term}: the
+ *   configuration is committed, so the shell can stop the removed nodes. Several leaders may report
+ *   one entry (the index orders them).
  * - A node starts with the configuration `opts.peers`; one that is not in it never campaigns.
  */
 import {
@@ -40,8 +46,10 @@ import {
 import { HybridClock } from '../hlc.js';
 import type { Rng } from '../../util/rng.js';
 import { invariant, unreachable } from '../../util/assert.js';
+import { DurableJournal } from './raft/durable.js';
 import { RaftLog } from './raft/log.js';
 import { PendingProposals, type PendingProposal } from './raft/proposals.js';
+import { applyToStore, versionOf } from './raft/state-machine.js';
 import {
   isPersistentState,
   isRaftMessage,
@@ -60,6 +68,7 @@ import {
 } from './raft/types.js';
 
 export type { LogEntry, RaftMessage, RaftPersistentState, RaftSnapshot } from './raft/types.js';
+export { raftDurableFold, type RaftDurableRecord } from './raft/durable.js';
 
 export type RaftRole = 'follower' | 'candidate' | 'leader';
 
@@ -142,6 +151,8 @@ export class RaftCore implements NodeCore {
   private term = 0;
   private votedFor: NodeId | null = null;
   private readonly log: RaftLog;
+  /** What each step changed in the state above, drained before the step's messages (core.ts). */
+  private readonly journal: DurableJournal;
 
   // Volatile state.
   private store: Record<string, Version>;
@@ -190,16 +201,19 @@ export class RaftCore implements NodeCore {
       voters: [...opts.peers],
       store: {},
     };
-    this.log = new RaftLog(snap, p ? [...p.log] : []);
     this.term = p?.term ?? 0;
     this.votedFor = p?.votedFor ?? null;
+    this.journal = new DurableJournal({ term: this.term, votedFor: this.votedFor });
+    this.log = new RaftLog(snap, p ? [...p.log] : [], this.journal);
     this.store = { ...snap.store };
     this.commitIndex = snap.lastIncludedIndex;
     this.lastApplied = snap.lastIncludedIndex;
     const last = this.log.entryAt(this.log.lastIndex);
-    if (last) this.clock.observe(last.timestamp);
+    if (last) this.clock.observe(last.timestamp, opts.now);
     this.refreshConfig(opts.now);
     this.resetElectionTimer(opts.now);
+    // A new node's first record is its whole (initial) state; a restarted one's is in storage.
+    if (!p) this.journal.checkpoint(this.persistentState());
   }
 
   // ---------------------------------------------------------------- NodeCore inputs
@@ -293,6 +307,8 @@ export class RaftCore implements NodeCore {
 
   drain(out: CoreOutput): void {
     this.flush(this.lastNow);
+    // Durable records first: the shell persists them before it posts anything of this step.
+    this.journal.drain(this.term, this.votedFor, out.durable ?? (out.durable = []));
     if (this.out.messages.length) {
       for (const m of this.out.messages) out.messages.push(m);
       this.out.messages.length = 0;
@@ -348,6 +364,9 @@ export class RaftCore implements NodeCore {
         last_log_index: this.log.lastIndex,
         raft_snapshot_index: this.log.snapshotIndex,
         log_entries: this.log.length,
+        config_index: this.configIndex,
+        config_committed: this.configIndex <= this.commitIndex,
+        hlc_remote_refused: this.clock.remoteRefused,
       },
     };
     if (this.role === 'leader') {
@@ -638,7 +657,7 @@ export class RaftCore implements NodeCore {
         configTouched ||= dropped.some((d) => d.type === 'config');
       }
       this.log.append(e);
-      this.clock.observe(e.timestamp);
+      this.clock.observe(e.timestamp, now);
       configTouched ||= e.type === 'config';
     }
     if (configTouched) this.refreshConfig(now);
@@ -703,10 +722,11 @@ export class RaftCore implements NodeCore {
     if (snap.lastIncludedIndex > this.commitIndex) {
       // Entries discarded past the snapshot may still commit elsewhere: their proposals stay pending.
       this.log.install(snap);
+      this.journal.checkpoint(this.persistentState());
       this.store = { ...snap.store };
       this.commitIndex = snap.lastIncludedIndex;
       this.lastApplied = snap.lastIncludedIndex;
-      for (const v of Object.values(snap.store)) this.clock.observe(v.timestamp);
+      for (const v of Object.values(snap.store)) this.clock.observe(v.timestamp, now);
       // Proposals the raftSnapshot swallowed: their fate is in the store, not in a log we can read.
       for (const p of this.pending.takeUpTo(snap.lastIncludedIndex)) {
         this.reply(this.indeterminateReply(p.reqId, 'this node was caught up by a raftSnapshot'));
@@ -957,22 +977,29 @@ export class RaftCore implements NodeCore {
   ): ControlResult {
     if (this.role !== 'leader') return { ok: false, status: 409, error: this.notLeaderError() };
     if (this.configIndex > this.commitIndex) {
+      // The uncommitted entry is this very change (a repeated request): wait for it. Any other
+      // change waits until it commits (one single-server change at a time, §4.1).
+      const before = this.log.configAt(this.configIndex - 1).voters;
+      const adding = cmd.kind === 'add_server';
+      const same = before.includes(cmd.node_id) !== adding && this.voters.includes(cmd.node_id) === adding;
+      if (same) return this.changeAlreadyMade(cmd.reqId, now);
       return {
         ok: false,
         status: 409,
-        error: `a membership change is in progress (config entry ${this.configIndex} not yet committed)`,
+        error: `another membership change is in progress (config entry ${this.configIndex} not yet committed); retry once it commits`,
       };
     }
     // Ongaro's 2015 correction: a new leader commits an entry of its own term before changing membership.
     if (this.commitIndex < this.termStartIndex) {
       return { ok: false, status: 409, error: 'the leader has not committed an entry of its term yet; retry shortly' };
     }
+    const adding = cmd.kind === 'add_server';
+    // Already done (or being done) in the latest configuration: answer with that configuration.
+    if (this.voters.includes(cmd.node_id) === adding) return this.changeAlreadyMade(cmd.reqId, now);
     let voters: NodeId[];
-    if (cmd.kind === 'add_server') {
-      if (this.voters.includes(cmd.node_id)) return { ok: false, status: 409, error: `${cmd.node_id} is already a member` };
+    if (adding) {
       voters = [...this.voters, cmd.node_id];
     } else {
-      if (!this.voters.includes(cmd.node_id)) return { ok: false, status: 404, error: `${cmd.node_id} is not a member` };
       if (this.voters.length === 1) return { ok: false, status: 409, error: 'cannot remove the last member' };
       voters = this.voters.filter((v) => v !== cmd.node_id);
     }
@@ -990,6 +1017,27 @@ export class RaftCore implements NodeCore {
     return { ok: true, data: { index: entry.index, term: entry.term, voters } };
   }
 
+  /**
+   * The latest configuration already has what was asked. Committed: answered now. Pending (its
+   * entry not yet committed): the request waits on that entry like the one that appended it.
+   */
+  private changeAlreadyMade(reqId: number, now: number): ControlResult {
+    const index = this.configIndex;
+    const term = this.log.termAt(index) ?? this.term;
+    const voters = [...this.voters];
+    if (index > this.commitIndex) {
+      this.pending.add({ reqId, index, term, deadline: now + this.timings.requestTimeoutMs, kind: 'control' });
+      return { ok: true, data: { index, term, voters, pending: true } };
+    }
+    const entry = this.log.entryAt(index);
+    const version: Version =
+      entry?.type === 'config'
+        ? versionOf(entry, configKey, voters.join(','), false)
+        : { key: configKey, value: voters.join(','), tombstone: false, timestamp: 0, node_id: this.id, version: index, vclock: {} };
+    this.reply({ id: reqId, ok: true, result: { kind: 'entry', entry: version, node_id: this.id } });
+    return { ok: true, data: { index, term, voters, already: true } };
+  }
+
   // ---------------------------------------------------------------- state machine
 
   private apply(now: number): void {
@@ -1002,6 +1050,9 @@ export class RaftCore implements NodeCore {
       const result = this.applyEntry(entry);
       this.lastApplied = i;
       this.hooks.applied?.(this.id, entry, this.term);
+      if (entry.type === 'config' && this.role === 'leader') {
+        this.emit({ type: 'membership_changed', node_id: this.id, data: { voters: [...entry.voters], index: i, term: entry.term } });
+      }
       // (index, term) names one entry, and entries never move: another entry applied at a
       // proposal's index means that proposal will never take effect (a definite failure).
       for (const p of this.pending.takeAt(i)) {
@@ -1019,36 +1070,21 @@ export class RaftCore implements NodeCore {
   }
 
   private applyEntry(e: LogEntry): ClientResult | undefined {
+    const written = applyToStore(this.store, e);
     switch (e.type) {
-      case 'put': {
-        const v = this.version(e, e.key, e.value, false);
-        this.store[e.key] = v;
-        return { kind: 'entry', entry: v, node_id: this.id };
-      }
-      case 'delete': {
-        // A delete keeps a tombstone Version, so the delete itself is ordered and visible.
-        const v = this.version(e, e.key, '', true);
-        this.store[e.key] = v;
-        return { kind: 'entry', entry: v, node_id: this.id };
-      }
-      case 'batch': {
-        // One entry, applied all-or-nothing.
-        const versions = e.entries.map((b) => this.version(e, b.key, b.value, false));
-        for (const v of versions) this.store[v.key] = v;
-        return { kind: 'batch', entries: versions };
-      }
+      case 'put':
+      case 'delete':
+        return { kind: 'entry', entry: written[0] as Version, node_id: this.id };
+      case 'batch':
+        return { kind: 'batch', entries: written };
       case 'config':
         // Already in effect since it was appended; the reply is a synthetic Version.
-        return { kind: 'entry', entry: this.version(e, configKey, e.voters.join(','), false), node_id: this.id };
+        return { kind: 'entry', entry: versionOf(e, configKey, e.voters.join(','), false), node_id: this.id };
       case 'noop':
         return undefined;
       default:
         return unreachable(e);
     }
-  }
-
-  private version(e: LogEntry, key: string, value: string, tombstone: boolean): Version {
-    return { key, value, tombstone, timestamp: e.timestamp, node_id: e.node_id, version: e.index, vclock: {} };
   }
 
   /** Log compaction (§7) every snapshotEveryEntries applied entries. */
@@ -1063,6 +1099,10 @@ export class RaftCore implements NodeCore {
       voters: [...this.log.configAt(this.lastApplied).voters],
       store: { ...this.store },
     });
+    // Now and then the whole state, so storage can forget what came before (durable.ts).
+    if (this.journal.checkpointDue(() => Object.keys(this.store).length + this.log.length)) {
+      this.journal.checkpoint(this.persistentState());
+    }
   }
 
   // ---------------------------------------------------------------- helpers

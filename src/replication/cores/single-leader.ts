@@ -5,12 +5,21 @@
  * (after one follower acked), sync (after every follower acked), each bounded by a timeout that
  * answers 409 with an indeterminate outcome. Leadership changes only by an explicit `set_leader`
  * (failover is the orchestrator's decision); there is no election here — that is raft's job.
+ *
+ * Durable state (what survives a crash): the log it appended and the store it applied, with the
+ * epoch and leader it follows. Each change is a durable record drained with the step (an appended
+ * entry, a leader change, a checkpoint of the whole store when a snapshot replaced it or when the
+ * records since the last checkpoint outweigh the store); singleLeaderDurableFold rebuilds the state
+ * a restarted node starts from. Stored bytes (store + retained log) are held to the node's budget:
+ * a write past it is refused with storage_full (507), and the retained log is also held to a share
+ * of the budget so overwrites cannot grow memory without bound.
  */
 import { invariant } from '../../util/assert.js';
 import { HybridClock } from '../hlc.js';
+import { durableCheckpointMinBytes, retainedLogShareOfBudget, storedEntryOverheadBytes } from '../limits.js';
 import type {
   ClientReply, ClientRequest, ControlCommand, ControlResult, CoreEvent, CoreOptions, CoreOutput, CoreStatus,
-  CoreTimings, NodeCore, NodeId, ReplicationMode, Version,
+  CoreTimings, DurableFold, NodeCore, NodeId, ReplicationMode, Version,
 } from '../core.js';
 
 /** One log entry. `ops` holds one operation, or several for an atomic batch (applied all-or-nothing). */
@@ -55,6 +64,73 @@ interface Waiter {
  */
 const retainedLogMax = 1_000;
 const compactChunk = 250;
+
+// ---- durable records and their fold
+
+/** A durable record: an appended entry, a leader change, or a checkpoint of the whole store. */
+type SlRecord =
+  | { k: 'e'; e: LogEntry }
+  | { k: 'l'; epoch: number; leader: NodeId }
+  | { k: 'c'; epoch: number; leader: NodeId; index: number; store: Version[] };
+
+/** What a restarted single-leader node starts from (CoreOptions.persisted). */
+interface SlPersisted {
+  epoch: number;
+  leader: NodeId;
+  /** Last index appended (and applied). */
+  index: number;
+  store: Map<string, Version>;
+  /** Entries appended since the last checkpoint, oldest first (the core compacts them on start). */
+  log: LogEntry[];
+}
+
+/** Bytes a stored version is counted as (limits.ts storedEntryOverheadBytes). */
+function versionBytes(v: Version): number {
+  return v.key.length + v.value.length + storedEntryOverheadBytes;
+}
+
+function entryBytes(e: LogEntry): number {
+  let b = storedEntryOverheadBytes;
+  for (const o of e.ops) b += o.key.length + (o.value === null ? 0 : o.value.length);
+  return b;
+}
+
+/** The version an entry's op leaves in the store: one rule for the core and for the fold. */
+function versionOf(o: LogEntry['ops'][number], e: LogEntry, leader: NodeId): Version {
+  return { key: o.key, value: o.value ?? '', tombstone: o.value === null, timestamp: e.ts, node_id: leader, version: e.index, vclock: { [leader]: e.index } };
+}
+
+function isSlRecord(r: unknown): r is SlRecord {
+  return typeof r === 'object' && r !== null && typeof (r as { k?: unknown }).k === 'string';
+}
+
+function isPersisted(p: unknown): p is SlPersisted {
+  return typeof p === 'object' && p !== null && (p as SlPersisted).store instanceof Map && Array.isArray((p as SlPersisted).log);
+}
+
+export const singleLeaderDurableFold: DurableFold = {
+  fold(state, record) {
+    if (!isSlRecord(record)) return state;
+    const st: SlPersisted = isPersisted(state) ? state : { epoch: 0, leader: '', index: 0, store: new Map(), log: [] };
+    switch (record.k) {
+      case 'c':
+        return { epoch: record.epoch, leader: record.leader, index: record.index, store: new Map(record.store.map((v) => [v.key, v])), log: [] };
+      case 'l':
+        st.epoch = record.epoch;
+        st.leader = record.leader;
+        return st;
+      case 'e': {
+        const e = record.e;
+        invariant(e.index === st.index + 1, () => `durable entries are contiguous (${e.index} after ${st.index})`);
+        for (const o of e.ops) st.store.set(o.key, versionOf(o, e, st.leader));
+        st.log.push(e);
+        st.index = e.index;
+        return st;
+      }
+    }
+  },
+  isCheckpoint: (record) => isSlRecord(record) && record.k === 'c',
+};
 // One append in flight per follower: under load the next one carries everything appended meanwhile
 // (fewer, larger messages through the fabric), while a lone write still goes out at once.
 const inflightMax = 1;
@@ -82,15 +158,68 @@ export class SingleLeaderCore implements NodeCore {
   private waiters: Waiter[] = [];
   private leaderLast = 0;
 
-  private out: CoreOutput = { messages: [], replies: [], events: [] };
+  /** Budget on storeBytes + logBytes (Infinity when none), and the retained log's share of it. */
+  private readonly storedBytesMax: number;
+  private readonly logBytesMax: number;
+  private storeBytes = 0;
+  private logBytes = 0;
+  /** Bytes of durable records since the last checkpoint. */
+  private durableSinceCheckpoint = 0;
+  private refusedStorageFull = 0;
+
+  private out: CoreOutput = { messages: [], replies: [], events: [], durable: [] };
 
   constructor(opts: CoreOptions) {
     this.id = opts.id;
     this.peers = [...opts.peers];
     this.timings = opts.timings;
     this.mode = opts.config.replication_mode;
+    this.storedBytesMax = opts.storedBytesMax ?? Infinity;
+    this.logBytesMax = this.storedBytesMax * retainedLogShareOfBudget;
+    if (isPersisted(opts.persisted)) {
+      this.leaderId = '';
+      this.restore(opts.persisted, opts.now);
+      return;
+    }
     this.leaderId = opts.peers[0] ?? opts.id;
     if (this.isLeader()) this.becomeLeader(0, opts.now);
+    else this.durable({ k: 'l', epoch: this.epoch, leader: this.leaderId });
+  }
+
+  /**
+   * A restarted node: store, log and epoch from its durable records. It does not resume leading on
+   * its own (the orchestrator may have failed over meanwhile): it waits for set_leader.
+   */
+  private restore(p: SlPersisted, now: number): void {
+    this.epoch = p.epoch;
+    this.leaderId = p.leader === this.id ? '' : p.leader;
+    for (const v of p.store.values()) {
+      this.store.set(v.key, v);
+      this.storeBytes += versionBytes(v);
+      this.clock.observe(v.timestamp, now);
+    }
+    this.log = p.log;
+    for (const e of p.log) {
+      this.appendedAt.push(now);
+      this.logBytes += entryBytes(e);
+    }
+    this.firstIndex = p.log[0]?.index ?? p.index + 1;
+    this.lastIndex = p.index;
+    this.lastApplied = p.index;
+    this.commitIndex = p.index;
+    this.compact();
+  }
+
+  private durable(r: SlRecord): void {
+    (this.out.durable as unknown[]).push(r);
+    this.durableSinceCheckpoint += r.k === 'e' ? entryBytes(r.e) : storedEntryOverheadBytes;
+  }
+
+  /** The whole store as one record, once the records since the last one outweigh it (limits.ts). */
+  private maybeCheckpoint(): void {
+    if (this.durableSinceCheckpoint <= Math.max(durableCheckpointMinBytes, this.storeBytes)) return;
+    this.durable({ k: 'c', epoch: this.epoch, leader: this.leaderId, index: this.lastApplied, store: [...this.store.values()] });
+    this.durableSinceCheckpoint = 0;
   }
 
   private isLeader(): boolean {
@@ -105,6 +234,7 @@ export class SingleLeaderCore implements NodeCore {
   private becomeLeader(epoch: number, now: number): void {
     this.leaderId = this.id;
     this.epoch = epoch;
+    this.durable({ k: 'l', epoch, leader: this.id });
     this.progress.clear();
     for (const f of this.followers()) this.progress.set(f, { match: 0, next: this.lastIndex + 1, sentAt: now, inflight: 0, needSnapshot: false });
     this.commitIndex = this.lastIndex;
@@ -113,6 +243,7 @@ export class SingleLeaderCore implements NodeCore {
   private becomeFollower(leader: NodeId, epoch: number): void {
     this.leaderId = leader;
     this.epoch = epoch;
+    this.durable({ k: 'l', epoch, leader });
     this.progress.clear();
     for (const w of this.waiters) {
       this.out.replies.push({ id: w.reqId, ok: false, code: 'not_leader', status: 409, error: `leadership moved to ${leader} before the write was confirmed; its outcome is indeterminate`, indeterminate: true, leader_id: leader });
@@ -149,6 +280,15 @@ export class SingleLeaderCore implements NodeCore {
         ops = op.entries.map((e) => ({ key: e.key, value: e.value }));
         break;
     }
+    const growth = this.growthOf(ops);
+    if (growth > 0 && this.storeBytes + this.logBytes + growth > this.storedBytesMax) {
+      this.refusedStorageFull++;
+      this.out.replies.push({
+        id: req.id, ok: false, code: 'storage_full', status: 507,
+        error: `node ${this.id} would store ${this.storeBytes + this.logBytes + growth} bytes, past its budget of ${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
+      });
+      return;
+    }
     const entry = this.append(ops, now);
     const versions = ops.map((o) => this.store.get(o.key) as Version);
     const reply: ClientReply = op.op === 'batch'
@@ -161,43 +301,69 @@ export class SingleLeaderCore implements NodeCore {
     }
   }
 
+  /** Bytes a new entry with `ops` adds: its log entry plus what each op changes in the store. */
+  private growthOf(ops: LogEntry['ops']): number {
+    let b = storedEntryOverheadBytes;
+    for (const o of ops) {
+      const len = o.value === null ? 0 : o.value.length;
+      const cur = this.store.get(o.key);
+      b += 2 * (o.key.length + len) + storedEntryOverheadBytes - (cur === undefined ? 0 : versionBytes(cur));
+    }
+    return b;
+  }
+
   private append(ops: LogEntry['ops'], now: number): LogEntry {
     const entry: LogEntry = { index: this.lastIndex + 1, epoch: this.epoch, ts: this.clock.tick(now), ops };
-    this.log.push(entry);
-    this.appendedAt.push(now);
-    this.lastIndex = entry.index;
-    this.apply(entry);
+    this.appendEntry(entry, now);
     this.updateCommit();
     this.compact();
     return entry;
+  }
+
+  /** Leader and followers: an entry joins the log (a durable record) and is applied. */
+  private appendEntry(e: LogEntry, now: number): void {
+    this.log.push(e);
+    this.appendedAt.push(now);
+    this.logBytes += entryBytes(e);
+    this.lastIndex = e.index;
+    this.durable({ k: 'e', e });
+    this.apply(e);
   }
 
   /** Followers and the leader apply entries strictly in index order. */
   private apply(entry: LogEntry): void {
     invariant(entry.index === this.lastApplied + 1, () => `${this.id}: apply ${entry.index} after ${this.lastApplied}`);
     for (const o of entry.ops) {
-      this.store.set(o.key, {
-        key: o.key,
-        value: o.value ?? '',
-        tombstone: o.value === null,
-        timestamp: entry.ts,
-        node_id: this.leaderId,
-        version: entry.index,
-        vclock: { [this.leaderId]: entry.index },
-      });
+      const cur = this.store.get(o.key);
+      if (cur !== undefined) this.storeBytes -= versionBytes(cur);
+      const v = versionOf(o, entry, this.leaderId);
+      this.store.set(o.key, v);
+      this.storeBytes += versionBytes(v);
     }
     this.lastApplied = entry.index;
   }
 
-  /** Drops the oldest entries in chunks (not one by one: splice is O(n)). */
+  /**
+   * Drops the oldest entries in chunks (not one by one: splice is O(n)): past retainedLogMax
+   * entries, or past the log's share of the byte budget (down to three quarters of it, keeping
+   * the newest entry).
+   */
   private compact(): void {
-    if (this.log.length <= retainedLogMax + compactChunk) return;
-    const excess = this.log.length - retainedLogMax;
-    {
-      this.log.splice(0, excess);
-      this.appendedAt.splice(0, excess);
-      this.firstIndex += excess;
+    const overCount = this.log.length > retainedLogMax + compactChunk;
+    const overBytes = this.logBytes > this.logBytesMax;
+    if (!overCount && !overBytes) return;
+    let drop = overCount ? this.log.length - retainedLogMax : 0;
+    let bytes = this.logBytes;
+    for (let i = 0; i < drop; i++) bytes -= entryBytes(this.log[i] as LogEntry);
+    if (bytes > this.logBytesMax) {
+      const target = this.logBytesMax * 0.75;
+      while (drop < this.log.length - 1 && bytes > target) bytes -= entryBytes(this.log[drop++] as LogEntry);
     }
+    if (drop === 0) return;
+    this.log.splice(0, drop);
+    this.appendedAt.splice(0, drop);
+    this.firstIndex += drop;
+    this.logBytes = bytes;
   }
 
   private entryAt(index: number): LogEntry | undefined {
@@ -264,11 +430,8 @@ export class SingleLeaderCore implements NodeCore {
         continue;
       }
       invariant(e.index === this.lastIndex + 1, 'append entries are contiguous');
-      this.log.push(e);
-      this.appendedAt.push(now);
-      this.lastIndex = e.index;
-      this.clock.observe(e.ts);
-      this.apply(e);
+      this.clock.observe(e.ts, now);
+      this.appendEntry(e, now);
       applied++;
     }
     this.compact();
@@ -286,8 +449,15 @@ export class SingleLeaderCore implements NodeCore {
   private onSnapshot(m: Extract<Msg, { t: 'snapshot' }>): void {
     if (!this.acceptLeader(m.leader, m.epoch)) return;
     this.store.clear();
-    for (const v of m.store) this.store.set(v.key, v);
+    this.storeBytes = 0;
+    for (const v of m.store) {
+      this.store.set(v.key, v);
+      this.storeBytes += versionBytes(v);
+    }
+    this.durable({ k: 'c', epoch: this.epoch, leader: this.leaderId, index: m.index, store: m.store });
+    this.durableSinceCheckpoint = 0;
     this.log = [];
+    this.logBytes = 0;
     this.appendedAt.length = 0;
     this.firstIndex = m.index + 1;
     this.lastIndex = m.index;
@@ -415,9 +585,16 @@ export class SingleLeaderCore implements NodeCore {
 
   drain(out: CoreOutput): void {
     this.replicate(this.lastNow);
+    this.maybeCheckpoint();
     if (this.out.messages.length) for (const m of this.out.messages) out.messages.push(m);
     if (this.out.replies.length) for (const r of this.out.replies) out.replies.push(r);
     if (this.out.events.length) for (const e of this.out.events) out.events.push(e);
+    const durable = this.out.durable as unknown[];
+    if (durable.length > 0) {
+      if (out.durable === undefined) out.durable = [];
+      for (const r of durable) out.durable.push(r);
+      durable.length = 0;
+    }
     this.out.messages.length = 0;
     this.out.replies.length = 0;
     this.out.events.length = 0;
@@ -476,7 +653,13 @@ export class SingleLeaderCore implements NodeCore {
       leader_id: this.leaderId,
       term: this.epoch,
       lag: this.isLeader() ? 0 : Math.max(0, this.leaderLast - this.lastApplied),
-      extra: { last_index: this.lastIndex, first_retained_index: this.firstIndex, epoch: this.epoch, mode: this.mode },
+      extra: {
+        last_index: this.lastIndex, first_retained_index: this.firstIndex, epoch: this.epoch, mode: this.mode,
+        hlc_remote_refused: this.clock.remoteRefused,
+        stored_bytes: this.storeBytes + this.logBytes,
+        stored_bytes_max: Number.isFinite(this.storedBytesMax) ? this.storedBytesMax : null,
+        refused_storage_full: this.refusedStorageFull,
+      },
     };
     if (this.isLeader()) {
       const followers: NonNullable<CoreStatus['followers']> = {};

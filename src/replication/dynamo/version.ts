@@ -33,10 +33,11 @@ export function versionDigest(v: Version | null | undefined): string {
 /**
  * Merges a remote HLC timestamp so the next local tick is strictly later. HybridClock.observe
  * floors ns/1000, and near 1.7e18 ns a double can round a microsecond down; observing one
- * microsecond further keeps "receive after send" strict (the HLC receive rule).
+ * microsecond further keeps "receive after send" strict (the HLC receive rule). `nowMs` is the
+ * node's time: a value beyond the clock's max offset is refused and counted there (hlc.ts).
  */
-export function observeStrict(clock: HybridClock, remoteNs: number): void {
-  if (Number.isFinite(remoteNs) && remoteNs > 0) clock.observe(remoteNs + 1000);
+export function observeStrict(clock: HybridClock, remoteNs: number, nowMs: number): void {
+  clock.observe(Number.isFinite(remoteNs) && remoteNs > 0 ? remoteNs + 1000 : remoteNs, nowMs);
 }
 
 function isObject(x: unknown): x is Record<string, unknown> {

@@ -1,14 +1,19 @@
 /**
  * The raft swarm: one seeded run of a raft cluster under the deterministic runtime with random
- * partitions, drops, latency, pauses, crash/restarts and membership changes while clients write,
- * delete, batch and read; then everything heals and removed members are added back. Each run is checked for election safety, log matching, leader
- * completeness, state-machine safety, linearizability of the client history and liveness after the
- * heal. Everything (faults, client choices, the cores' timers) comes from the seed, so a failing
- * seed replays exactly. It is a test driver, not part of the service.
+ * partitions, drops, latency, pauses, crashes (down for a while, then restarted from the fold of
+ * their durable records), bounces and membership changes while clients write, delete, batch and
+ * read; then everything heals. Membership is driven as the live front does it: a new member is a
+ * new node (n6, n7, ...) started and then added through the log, and a node that a committed
+ * configuration dropped (membership_changed) is stopped and leaves the cluster. Each run is
+ * checked for election safety, log matching, leader completeness, state-machine safety,
+ * linearizability of the client history, liveness after the heal, membership (every live node
+ * agrees on the configuration and is in it, removed nodes are gone) and convergence (equal
+ * stores). Everything (faults, client choices, the cores' timers) comes from the seed, so a
+ * failing seed replays exactly. It is a test driver, not part of the service.
  */
 import { DetCluster } from '../../fabric/deterministic.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreTimings, NodeId } from '../core.js';
-import { raftCoreFactory, RaftCore, type LogEntry } from '../cores/raft.js';
+import { raftCoreFactory, raftDurableFold, RaftCore, type LogEntry, type RaftInspection } from '../cores/raft.js';
 import { clusterConfig } from '../config.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
@@ -26,6 +31,8 @@ export interface SwarmOptions {
   clientGiveUpMs: number;
   /** Client requests per run, at most (bounds the cost of the busiest profiles). */
   opsMax: number;
+  /** Most nodes at once, joining ones included (membership changes add new nodes). */
+  nodesMax: number;
 }
 
 export const defaultSwarmOptions: SwarmOptions = {
@@ -35,12 +42,15 @@ export const defaultSwarmOptions: SwarmOptions = {
   downMax: 2,
   clientGiveUpMs: 2500,
   opsMax: 1000,
+  nodesMax: 7,
 };
 
 /**
- * `bounce`: crash and restart at once (a process restart: only persistentState() survives, which
- * is what catches a term or vote that is not persisted). `reconfig`: the leader removes a member
- * (never below three) or adds a removed one back.
+ * `crash`: the node's process dies and stays down until a `restart` (or the heal) builds it again
+ * from the fold of the durable records it drained (DetCluster checks that fold against
+ * persistentState() at the crash, so a record the core forgot fails the run). `bounce`: crash and
+ * restart at once (what catches a term or vote that is not persisted). `reconfig`: the leader
+ * removes a member (never below three) or a new node is started and added.
  */
 export type FaultKind =
   | 'partition'
@@ -130,7 +140,9 @@ export type VerdictName =
   | 'leader_completeness'
   | 'state_machine_safety'
   | 'linearizable'
-  | 'liveness';
+  | 'liveness'
+  | 'membership'
+  | 'convergence';
 
 export interface SwarmResult {
   seed: number;
@@ -149,6 +161,10 @@ export interface SwarmResult {
     messages: number;
     snapshotsInstalled: number;
     configChanges: number;
+    /** Nodes stopped because a committed configuration dropped them. */
+    nodesRemoved: number;
+    /** Nodes started and proposed as new members. */
+    nodesAdded: number;
     livenessMs: number;
   };
   history: RegisterOp[];
@@ -271,32 +287,55 @@ class Checker {
 export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}): SwarmResult {
   const o: SwarmOptions = { ...defaultSwarmOptions, ...options };
   const profile = swarmProfile(seed);
-  const ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+  const initialIds = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
   const checker = new Checker();
   const history: RegisterOp[] = [];
   let faults = 0;
   let snapshotsInstalled = 0;
   let issued = 0;
   let livenessMs = -1;
+  let nodesRemoved = 0;
+  let nodesAdded = 0;
+  let nextNodeNumber = o.nodes + 1;
+  /** Started and proposed, not yet seen in a committed configuration. */
+  const joining = new Set<NodeId>();
+  /** Committed configurations reported (membership_changed), handled between steps. */
+  const committedConfigs: Array<{ voters: NodeId[]; index: number }> = [];
+  const removedIds = new Set<NodeId>();
+  let configIndexSeen = 0;
   const factory = raftCoreFactory({
     applied: (node, e, term) => checker.applied(node, e, term),
     leaderElected: (node, term, core) => checker.leaderElected(node, term, core),
     snapshotInstalled: () => snapshotsInstalled++,
   });
-  const c = new DetCluster({ factory, nodeIds: ids, config: { ...swarmConfig, node_count: o.nodes }, seed, timings: profile.timings });
+  const c = new DetCluster({
+    factory,
+    nodeIds: initialIds,
+    config: { ...swarmConfig, node_count: o.nodes },
+    seed,
+    timings: profile.timings,
+    durableFold: raftDurableFold,
+    onEvent: (e) => {
+      const voters = e.data?.['voters'];
+      const index = e.data?.['index'];
+      if (e.type === 'membership_changed' && Array.isArray(voters) && typeof index === 'number') {
+        committedConfigs.push({ voters: voters as NodeId[], index });
+      }
+    },
+  });
   const rng: Rng = c.rng;
   const start = c.now;
+  /** The nodes of the cluster now (members, joining ones, removed ones not yet stopped). */
+  const nodes = (): NodeId[] => c.nodeIds();
 
   // Base one-way latencies, restored after clearFaults().
   const baseLatency = new Map<string, number>();
-  for (const a of ids) {
-    for (const b of ids) {
-      if (a === b) continue;
-      const ms = rng.range(profile.latencyMs[0], profile.latencyMs[1]);
-      baseLatency.set(`${a}>${b}`, ms);
-      c.fabric.setLatency(a, b, ms);
-    }
-  }
+  const setBaseLatency = (a: NodeId, b: NodeId): void => {
+    const ms = rng.range(profile.latencyMs[0], profile.latencyMs[1]);
+    baseLatency.set(`${a}>${b}`, ms);
+    c.fabric.setLatency(a, b, ms);
+  };
+  for (const a of initialIds) for (const b of initialIds) if (a !== b) setBaseLatency(a, b);
   const restoreLatency = (): void => {
     for (const [k, ms] of baseLatency) {
       const [a, b] = k.split('>') as [string, string];
@@ -371,7 +410,9 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
                   { key: `k${(Number(key.slice(1)) + 1) % profile.keys}`, value: `${value}b` },
                 ],
               };
-    const target = cl.leaderGuess !== undefined && !rng.chance(profile.strayShare) ? cl.leaderGuess : (ids[rng.int(ids.length)] as NodeId);
+    const ids = nodes();
+    const guess = cl.leaderGuess !== undefined && ids.includes(cl.leaderGuess) ? cl.leaderGuess : undefined;
+    const target = guess !== undefined && !rng.chance(profile.strayShare) ? guess : (ids[rng.int(ids.length)] as NodeId);
     const id = c.client(target, op);
     cl.req = { id, op, invoke: c.now };
     const immediate = c.reply(id);
@@ -386,8 +427,45 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     }
   };
 
-  const running = (): RaftCore[] => ids.filter((id) => c.state(id) !== 'offline').map((id) => c.core(id) as RaftCore);
-  const down = (): NodeId[] => ids.filter((id) => c.state(id) !== 'online');
+  const running = (): RaftCore[] => nodes().filter((id) => c.state(id) !== 'offline').map((id) => c.core(id) as RaftCore);
+  const down = (): NodeId[] => nodes().filter((id) => c.state(id) !== 'online');
+
+  /**
+   * What the live front does on membership_changed: a node the committed configuration dropped is
+   * stopped and leaves; a joining node in it has joined. Older configurations are ignored.
+   */
+  const applyCommittedConfigs = (): void => {
+    for (const cfg of committedConfigs.splice(0)) {
+      if (cfg.index <= configIndexSeen) continue;
+      configIndexSeen = cfg.index;
+      for (const v of cfg.voters) joining.delete(v);
+      for (const id of nodes()) {
+        if (cfg.voters.includes(id) || joining.has(id)) continue;
+        c.removeNode(id, { notifyPeers: false });
+        removedIds.add(id);
+        nodesRemoved++;
+      }
+    }
+  };
+
+  /** POST nodes: a new node knowing the cluster, then add_server on the leader. */
+  const startJoining = (leader: NodeId): void => {
+    const id = `n${nextNodeNumber++}`;
+    const others = nodes();
+    c.addNode(id, { notifyPeers: false });
+    for (const other of others) {
+      setBaseLatency(id, other);
+      setBaseLatency(other, id);
+    }
+    joining.add(id);
+    nodesAdded++;
+    const r = c.control(leader, { kind: 'add_server', node_id: id, reqId: c.nextRequestId() });
+    if (!r.ok) {
+      // Refused outright (another change in flight, a new leader): never proposed, so stopped.
+      joining.delete(id);
+      c.removeNode(id, { notifyPeers: false });
+    }
+  };
 
   const totalWeight = faultKinds.reduce((sum, k) => sum + profile.weights[k], 0);
   const pickFault = (): FaultKind | undefined => {
@@ -403,6 +481,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     const kind = pickFault();
     if (!kind) return;
     faults++;
+    const ids = nodes();
     const leader = ids.find((id) => c.state(id) === 'online' && (c.core(id) as RaftCore).inspect().role === 'leader');
     const node = leader !== undefined && rng.chance(profile.leaderBias) ? leader : (ids[rng.int(ids.length)] as NodeId);
     const other = ids[rng.int(ids.length)] as NodeId;
@@ -455,16 +534,56 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       case 'reconfig': {
         if (!leader) return;
         const voters = (c.core(leader) as RaftCore).inspect().voters;
-        const missing = ids.filter((id) => !voters.includes(id));
-        const add = missing.length > 0 && (voters.length <= 3 || rng.chance(0.5));
-        const target = add ? (missing[rng.int(missing.length)] as NodeId) : voters.includes(node) ? node : voters[0];
-        if (!add && voters.length <= 3) return;
+        const add = (voters.length <= 3 || rng.chance(0.5)) && ids.length < o.nodesMax;
+        if (add) {
+          startJoining(leader);
+          return;
+        }
+        if (voters.length <= 3) return;
+        const target = voters.includes(node) ? node : (voters[rng.int(voters.length)] as NodeId);
         // One change at a time: a leader with a change in flight answers 409, which is fine here.
-        c.control(leader, { kind: add ? 'add_server' : 'remove_server', node_id: target as NodeId, reqId: c.nextRequestId() });
+        c.control(leader, { kind: 'remove_server', node_id: target, reqId: c.nextRequestId() });
         return;
       }
       default:
         unreachable(kind);
+    }
+  };
+
+  /**
+   * Once healed and caught up: every node is a member of the leader's (committed) configuration and
+   * holds that same configuration, no removed node came back, and every store is the same.
+   */
+  const checkHealed = (leader: NodeId | undefined): void => {
+    if (!leader) {
+      checker.fail('membership', 'no stable leader after the probe');
+      return;
+    }
+    const lead = (c.core(leader) as RaftCore).inspect();
+    const config = lead.voters.join(',');
+    const here = nodes();
+    const outside = here.filter((id) => !lead.voters.includes(id));
+    if (outside.length > 0) checker.fail('membership', `${outside.join(',')} still run outside the configuration ${config}`);
+    const absent = lead.voters.filter((id) => !here.includes(id));
+    if (absent.length > 0) checker.fail('membership', `members ${absent.join(',')} of ${config} are not running`);
+    for (const id of here) {
+      const v = (c.core(id) as RaftCore).inspect().voters.join(',');
+      if (v !== config) checker.fail('membership', `${id} holds configuration ${v}, the leader ${leader} ${config}`);
+    }
+    const back = [...removedIds].filter((id) => here.includes(id));
+    if (back.length > 0) checker.fail('membership', `removed nodes ${back.join(',')} are back`);
+    // Convergence: with no more writes, every node applies up to the leader's commit index.
+    const target = (c.core(leader) as RaftCore).inspect().commitIndex;
+    const until = c.now + 1000;
+    while (c.now < until && !nodes().every((id) => (c.core(id) as RaftCore).inspect().lastApplied >= target)) {
+      if (!c.step()) break;
+    }
+    const cores = nodes().map((id) => c.core(id) as RaftCore);
+    const lagging = cores.filter((x) => x.inspect().lastApplied < target).map((x) => x.id);
+    if (lagging.length > 0) checker.fail('convergence', `${lagging.join(',')} did not apply up to ${target} within 1000 ms`);
+    const reference = JSON.stringify(sortKeys((c.core(leader) as RaftCore).storeView()));
+    for (const x of cores) {
+      if (JSON.stringify(sortKeys(x.storeView())) !== reference) checker.fail('convergence', `${x.id} holds a different store than ${leader}`);
     }
   };
 
@@ -485,9 +604,11 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       if (evAt <= driverAt) {
         c.step();
         pollReplies();
+        applyCommittedConfigs();
         continue;
       }
       c.runUntil(driverAt);
+      applyCommittedConfigs();
       const now = c.now;
       if (now >= nextFaultAt) {
         injectFault();
@@ -507,46 +628,54 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     }
     c.runUntil(faultEnd);
     pollReplies();
+    applyCommittedConfigs();
 
     // ---- heal: every fault cleared, every node back.
     const healAt = c.now;
     c.fabric.clearFaults();
     restoreLatency();
-    for (const id of ids) {
+    for (const id of nodes()) {
       if (c.state(id) === 'paused') c.resume(id);
       else if (c.state(id) === 'offline') c.restart(id);
     }
 
-    // ---- liveness: a leader followed by every member of its configuration, every removed node
-    // added back, then a probe write committed and applied on every node.
+    // ---- liveness: a leader followed by every member of its configuration, every joining node
+    // added (or its addition repeated: the core waits on a pending one), every dropped node gone,
+    // then a probe write committed and applied on every node.
     const deadline = healAt + o.livenessMs;
     let probe: { id: number; invoke: number; leader: NodeId } | undefined;
     let probeIndex = 0;
     let probeN = 0;
     let rejoin: { reqId: number; at: number } | undefined;
+    const views = (): RaftInspection[] => nodes().map((id) => (c.core(id) as RaftCore).inspect());
     const stableLeader = (): NodeId | undefined => {
-      const views = ids.map((id) => (c.core(id) as RaftCore).inspect());
-      let l: (typeof views)[number] | undefined;
-      for (const v of views) if (v.role === 'leader' && (!l || v.term > l.term)) l = v;
+      const vs = views();
+      let l: RaftInspection | undefined;
+      for (const v of vs) if (v.role === 'leader' && (!l || v.term > l.term)) l = v;
       if (!l) return undefined;
       const lead = l;
-      const follows = lead.voters.every((id) => views.some((v) => v.id === id && v.term === lead.term && v.leaderId === lead.id));
+      const follows = lead.voters.every((id) => vs.some((v) => v.id === id && v.term === lead.term && v.leaderId === lead.id));
       return follows ? lead.id : undefined;
     };
-    const membershipRestored = (l: NodeId): boolean => {
-      const voters = (c.core(l) as RaftCore).inspect().voters;
-      const missing = ids.filter((id) => !voters.includes(id));
-      if (missing.length === 0) return true;
+    /** The leader's configuration is committed and is exactly the cluster's nodes. */
+    const membershipSettled = (l: NodeId): boolean => {
+      const core = c.core(l) as RaftCore;
+      const voters = core.inspect().voters;
+      const committed = core.status(c.now).extra?.['config_committed'] === true;
+      const waiting = nodes().filter((id) => !voters.includes(id) && joining.has(id));
+      if (committed && waiting.length === 0) return nodes().every((id) => voters.includes(id));
       const idle = !rejoin || c.reply(rejoin.reqId) !== undefined || c.now - rejoin.at > 50;
-      if (idle) {
+      if (idle && waiting.length > 0) {
         const reqId = c.nextRequestId();
-        c.control(l, { kind: 'add_server', node_id: missing[0] as NodeId, reqId });
+        c.control(l, { kind: 'add_server', node_id: waiting[0] as NodeId, reqId });
         rejoin = { reqId, at: c.now };
       }
       return false;
     };
+    const appliedEverywhere = (index: number): boolean => views().every((v) => v.lastApplied >= index);
     while (c.now <= deadline) {
       pollReplies();
+      applyCommittedConfigs();
       if (probe) {
         const r = c.reply(probe.id);
         if (r) {
@@ -559,10 +688,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
           probe = undefined;
         }
       }
-      if (probeIndex > 0 && ids.every((id) => (c.core(id) as RaftCore).inspect().lastApplied >= probeIndex)) break;
+      if (probeIndex > 0 && appliedEverywhere(probeIndex)) break;
       if (!probe && probeIndex === 0) {
         const l = stableLeader();
-        if (l && membershipRestored(l)) {
+        if (l && membershipSettled(l)) {
           probeN++;
           const id = c.client(l, { op: 'write', key: 'k0', value: `probe-${probeN}` });
           probe = { id, invoke: c.now, leader: l };
@@ -573,13 +702,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       c.step();
     }
     livenessMs = c.now - healAt;
-    const caughtUp = probeIndex > 0 && ids.every((id) => (c.core(id) as RaftCore).inspect().lastApplied >= probeIndex);
+    const caughtUp = probeIndex > 0 && appliedEverywhere(probeIndex);
     if (!caughtUp) {
       verdictLiveness = false;
-      const st = ids.map((id) => {
-        const v = (c.core(id) as RaftCore).inspect();
-        return `${id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}/v${v.voters.length}`;
-      });
+      const st = views().map((v) => `${v.id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}/v${v.voters.join(',')}`);
       checker.fail('liveness', `no leader served and replicated a write within ${o.livenessMs} ms of the heal (${st.join(' ')})`);
     } else {
       // Final reads of every key through the leader join the history: acknowledged writes survived.
@@ -593,16 +719,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
           else if (r && !r.ok && r.code === 'not_found') history.push({ client: 'final', key, kind: 'read', value: null, invoke, complete: c.now });
         }
       }
-      // Replicas that applied the same prefix hold the same store.
-      const cores = ids.map((id) => c.core(id) as RaftCore);
-      for (const a of cores) {
-        for (const b of cores) {
-          if (a.id >= b.id || a.inspect().lastApplied !== b.inspect().lastApplied) continue;
-          if (JSON.stringify(sortKeys(a.storeView())) !== JSON.stringify(sortKeys(b.storeView()))) {
-            checker.fail('state_machine_safety', `${a.id} and ${b.id} applied up to ${a.inspect().lastApplied} but hold different stores`);
-          }
-        }
-      }
+      checkHealed(l);
     }
     checker.logMatching(running());
   } catch (err) {
@@ -625,6 +742,8 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     state_machine_safety: !checker.failed.has('state_machine_safety'),
     linearizable: !checker.failed.has('linearizable'),
     liveness: verdictLiveness && !checker.failed.has('liveness'),
+    membership: !checker.failed.has('membership'),
+    convergence: !checker.failed.has('convergence'),
   };
   const stats = c.fabric.stats();
   return {
@@ -644,6 +763,8 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       messages: stats.submitted,
       snapshotsInstalled,
       configChanges: checker.configChanges,
+      nodesRemoved,
+      nodesAdded,
       livenessMs,
     },
     history,

@@ -2,9 +2,11 @@
  * The Raft log of one node: a raftSnapshot standing for every entry up to its lastIncludedIndex,
  * followed by the retained entries. It answers index/term questions across that boundary and does
  * the truncations Raft allows; it does not decide anything (commit, conflict policy: the core does).
+ * Every change it makes to what must survive a crash is told to its DurableJournal, when it has one.
  */
 import type { NodeId } from '../../core.js';
 import { invariant } from '../../../util/assert.js';
+import type { DurableJournal } from './durable.js';
 import type { LogEntry, RaftSnapshot } from './types.js';
 
 export class RaftLog {
@@ -14,6 +16,7 @@ export class RaftLog {
   constructor(
     public raftSnapshot: RaftSnapshot,
     entries: LogEntry[] = [],
+    private readonly journal?: DurableJournal,
   ) {
     this.entries = entries;
     for (const [k, e] of entries.entries()) {
@@ -71,12 +74,15 @@ export class RaftLog {
     invariant(entry.index === this.lastIndex + 1, () => `append at ${entry.index} but last index is ${this.lastIndex}`);
     invariant(entry.term >= this.lastTerm, () => `entry term ${entry.term} below last term ${this.lastTerm}`);
     this.entries.push(entry);
+    this.journal?.append(entry);
   }
 
   /** Removes every entry at `index` and after (a conflicting suffix, §5.3). */
   truncateFrom(index: number): LogEntry[] {
     invariant(index > this.raftSnapshot.lastIncludedIndex, 'cannot truncate into the snapshot');
-    return this.entries.splice(index - this.raftSnapshot.lastIncludedIndex - 1);
+    const dropped = this.entries.splice(index - this.raftSnapshot.lastIncludedIndex - 1);
+    if (dropped.length > 0) this.journal?.truncate(index);
+    return dropped;
   }
 
   /**
@@ -118,6 +124,12 @@ export class RaftLog {
 
   /** Log compaction (§7): `snap` replaces every entry up to its lastIncludedIndex, which we hold. */
   compact(snap: RaftSnapshot): void {
+    this.compactQuietly(snap);
+    this.journal?.compact(snap.lastIncludedIndex, snap.lastIncludedTerm);
+  }
+
+  /** compact() without a journal record: an install is journalled whole by the core. */
+  private compactQuietly(snap: RaftSnapshot): void {
     invariant(snap.lastIncludedIndex <= this.lastIndex, 'cannot compact past the last index');
     invariant(snap.lastIncludedIndex >= this.raftSnapshot.lastIncludedIndex, 'snapshots only move forward');
     invariant(this.termAt(snap.lastIncludedIndex) === snap.lastIncludedTerm, 'snapshot term must match the log');
@@ -128,11 +140,12 @@ export class RaftLog {
   /**
    * InstallSnapshot receiver rule (§7): when the log holds the snapshot's last entry, keep what
    * follows it; otherwise discard the whole log. Returns the discarded entries past the snapshot.
+   * Not journalled: the caller records the whole installed state as a checkpoint.
    */
   install(snap: RaftSnapshot): LogEntry[] {
     const i = snap.lastIncludedIndex;
     if (i <= this.lastIndex && this.termAt(i) === snap.lastIncludedTerm && i >= this.raftSnapshot.lastIncludedIndex) {
-      this.compact(snap);
+      this.compactQuietly(snap);
       return [];
     }
     const dropped = this.entries.filter((e) => e.index > i);
