@@ -16,7 +16,7 @@ import { loadStrategy } from '../src/replication/cores/index.js';
 import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
 import { SeededRng } from '../src/util/rng.js';
 import {
-  decode, encode, encodeTransferable, forEachDurableRecord, FrameWriter, nodeIdOf, nodeIndex, readFrames, type FromActor, type ToActor,
+  decode, encode, encodeTransferable, forEachDurableRecord, FrameWriter, nodeIdOf, nodeIndex, readFrames, type ActorOut, type FromActor, type ToActor,
 } from '../protocol/actor.js';
 import { initTracing, startSpan, tracing, type SpanHandle } from '../src/tracing/tracing.js';
 
@@ -64,6 +64,8 @@ function flush(): void {
   core.drain(out);
   const msg: FromActor = {};
   const transfer: ArrayBuffer[] = [];
+  let dur: Uint8Array | undefined;
+  let ckpt = false;
   if (durable.length > 0) {
     // Records before the step's last checkpoint are superseded by it: only the rest is posted.
     let from = 0;
@@ -71,13 +73,13 @@ function flush(): void {
       for (let i = durable.length - 1; i >= 0; i--) {
         if (fold.isCheckpoint(durable[i])) {
           from = i;
-          msg.ckpt = true;
+          ckpt = true;
           break;
         }
       }
     }
-    msg.dur = encodeTransferable(from === 0 ? durable : durable.slice(from));
-    transfer.push(msg.dur);
+    // A copy: the codec reuses its buffer, and this is packed again inside `out` below.
+    dur = encode(from === 0 ? durable : durable.slice(from)).slice();
     durable.length = 0;
   }
   if (out.messages.length > 0) {
@@ -116,8 +118,13 @@ function flush(): void {
     }
   }
   if (!eventsEnabled) out.events.length = 0;
-  if (out.replies.length > 0 || out.events.length > 0) {
-    msg.out = encodeTransferable({ replies: out.replies, events: out.events });
+  if (out.replies.length > 0 || out.events.length > 0 || dur !== undefined) {
+    const doc: ActorOut = { replies: out.replies, events: out.events };
+    if (dur !== undefined) {
+      doc.dur = dur;
+      if (ckpt) doc.ckpt = true;
+    }
+    msg.out = encodeTransferable(doc);
     transfer.push(msg.out);
     out.replies.length = 0;
     out.events.length = 0;

@@ -1,7 +1,8 @@
 /**
  * The clock lab's event bus: every event is published once into a bounded buffer (4096, the spec's
  * publish buffer), stamped with a sequence number and the wall-clock time, then drained
- * asynchronously: serialized once, kept in a bounded history for replay, and handed to every
+ * asynchronously: serialized once, kept in a history for replay bounded in events and in characters
+ * (events differ in size by orders of magnitude), and handed to every
  * subscriber (the WebSocket fan-out). A full buffer drops the event and counts it. Nothing here
  * knows about sockets or the simulation.
  */

@@ -16,6 +16,7 @@ import {
   channelDelayMsDefault,
   channelDelayMsMax,
   initialBalanceDefault,
+  matrixSimulationProcessesMax,
   processCountMax,
   processIdCharsMax,
   undeliveredBytesMax,
@@ -114,6 +115,9 @@ export function loadConfigFile(path: string): Partial<LabConfig> {
     for (const p of procs) {
       if (seen.has(p.id)) throw new Error(`CONFIG_PATH ${path}: processes: ${p.id} is listed twice`);
       seen.add(p.id);
+    }
+    if (procs.length > matrixSimulationProcessesMax && procs.some((p) => p.clock_type === 'matrix')) {
+      throw new Error(`CONFIG_PATH ${path}: processes: a simulation with a matrix clock holds at most ${matrixSimulationProcessesMax} processes, ${procs.length} are listed`);
     }
     out.initialProcesses = procs;
   }

@@ -1065,7 +1065,7 @@ export class Lab {
     let candidate: StoredVersion;
     if (version) {
       for (const id of Object.keys(version)) {
-        if (!this.bySlot.has(id)) return fail('invalid', `version: names unknown process ${id}`);
+        if (!this.bySlot.has(id)) return fail('invalid', `version: names unknown process ${id.length > 80 ? `${id.slice(0, 80)}…` : id}`);
       }
       const own = version[writerId] ?? 0;
       if (own < 1) return fail('invalid', `version: must count the write itself in the writer's entry (${writerId} >= 1)`);

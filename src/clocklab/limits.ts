@@ -102,7 +102,7 @@ export const initialBalanceDefault = 100;
 export const proxyIdleUpstreamMs = 10_000;
 /** Proxy: upstream WebSockets to the lab, one per distinct credentials (Authorization, Origin, token); one more is a 503. */
 export const proxyUpstreamsMax = 16;
-/** Proxy: the lab must answer a forwarded request within this time (else 504), ms. */
+/** Proxy: the lab must answer a forwarded request (else 504) or a WebSocket handshake (else 502) within this time, ms. */
 export const proxyRequestTimeoutMs = 30_000;
 /** Proxy: largest answer of the lab relayed to a browser (else 502), bytes. */
 export const proxyResponseBytesMax = 64 * 1024 * 1024;

@@ -173,7 +173,7 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
 
   const openUpstream = (key: string, headers: Record<string, string>, token: string | null): Upstream => {
     // skipUTF8Validation: frames go on to browsers as they came; the lab only sends JSON text.
-    const ws = new WebSocket(`ws://${target.host}:${target.port}/ws${token !== null ? `?token=${encodeURIComponent(token)}` : ''}`, { headers, skipUTF8Validation: true });
+    const ws = new WebSocket(`ws://${target.host}:${target.port}/ws${token !== null ? `?token=${encodeURIComponent(token)}` : ''}`, { headers, skipUTF8Validation: true, handshakeTimeout: proxyRequestTimeoutMs });
     let decide!: (d: UpgradeDecision<Upstream>) => void;
     const ready = new Promise<UpgradeDecision<Upstream>>((resolve) => {
       decide = resolve;
@@ -242,7 +242,12 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
         if (upstreams.size >= proxyUpstreamsMax) {
           return { reject: { status: 503, error: `the proxy already holds ${proxyUpstreamsMax} upstream connections (one per distinct credentials), its maximum` } };
         }
-        up = openUpstream(key, headers, token);
+        try {
+          up = openUpstream(key, headers, token);
+        } catch (err) {
+          // Node refuses some header bytes uWS lets through (characters outside Latin-1, controls).
+          return { reject: { status: 400, error: `the request cannot be forwarded to the clock lab: ${(err as Error).message}` } };
+        }
       }
       return up.ready;
     },

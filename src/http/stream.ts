@@ -36,10 +36,12 @@ export interface ServerStream {
   /** Sends the status line and headers; call once before write(). */
   open(status: number, headers: Record<string, string>): void;
   /**
-   * Queues a chunk (kept by reference: share one Buffer between clients). Returns false when the
-   * stream is closed (or was just closed as slow: its own queue exceeded maxBufferedBytes).
+   * Queues a chunk, kept by reference: share one Buffer between clients. A list of Buffers is one
+   * chunk sent part after part (a replay of shared event frames, without copying them into one).
+   * Returns false when the stream is closed (or was just closed as slow: its own queue exceeded
+   * maxBufferedBytes).
    */
-  write(chunk: string | Buffer): boolean;
+  write(chunk: string | Buffer | readonly Buffer[]): boolean;
   end(chunk?: string): void;
   /** Bytes queued behind the chunk being sent (what this client makes the process hold). */
   readonly bufferedBytes: number;
@@ -70,8 +72,9 @@ app: StreamAppHooks,
 ): void {
   const request = state as HttpRequest<undefined>;
   const closeCbs: Array<(reason: StreamCloseReason) => void> = [];
-  // The chunk being sent is queue[0], from byte `offset`; the rest wait whole.
-  const queue: Buffer[] = [];
+  // The chunk being sent is queue[0], from its part `part` at byte `offset`; the rest wait whole.
+  const queue: Array<{ parts: readonly Buffer[]; bytes: number }> = [];
+  let part = 0;
   let offset = 0;
   /** Bytes of queue[1..] (the head's remainder is not counted: it may be a shared put). */
   let behindBytes = 0;
@@ -113,15 +116,18 @@ app: StreamAppHooks,
     if (closed || state.aborted) return;
     res.cork(() => {
       while (queue.length > 0 && !backpressured) {
-        const head = queue[0] as Buffer;
-        const end = Math.min(offset + streamSliceBytes, head.length);
-        backpressured = !res.write(head.subarray(offset, end));
+        const head = queue[0] as { parts: readonly Buffer[]; bytes: number };
+        const piece = head.parts[part] as Buffer;
+        const end = Math.min(offset + streamSliceBytes, piece.length);
+        if (end > offset) backpressured = !res.write(piece.subarray(offset, end));
         offset = end;
-        if (offset >= head.length) {
-          queue.shift();
-          offset = 0;
-          if (queue.length > 0) behindBytes -= (queue[0] as Buffer).length;
-        }
+        if (offset < piece.length) continue;
+        offset = 0;
+        part++;
+        if (part < head.parts.length) continue;
+        part = 0;
+        queue.shift();
+        if (queue.length > 0) behindBytes -= (queue[0] as { bytes: number }).bytes;
       }
     });
     if (backpressured && !drainTimer) {
@@ -153,11 +159,13 @@ app: StreamAppHooks,
     },
     write: (chunk) => {
       if (closed) return false;
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      if (bytes.length === 0) return true;
-      queue.push(bytes);
+      const parts = typeof chunk === 'string' ? [Buffer.from(chunk)] : Buffer.isBuffer(chunk) ? [chunk] : chunk;
+      let bytes = 0;
+      for (const p of parts) bytes += p.length;
+      if (bytes === 0) return true;
+      queue.push({ parts, bytes });
       if (queue.length > 1) {
-        behindBytes += bytes.length;
+        behindBytes += bytes;
         if (behindBytes > entry.maxBufferedBytes) {
           cutOff();
           return false;

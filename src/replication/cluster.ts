@@ -432,6 +432,13 @@ export class Cluster {
     }
   }
 
+  /** A committed change's answer carries the configuration: {key: '__config__', value: voters, version: index}. */
+  private onRaftChangeAnswered(r: ClientReply): void {
+    if (!r.ok || r.result.kind !== 'entry') return;
+    const { value, version } = r.result.entry;
+    this.onRaftConfigCommitted(value.split(',').filter((v) => v !== ''), version);
+  }
+
   private onMembershipChanged(e: CoreEvent): void {
     const voters = e.data?.['voters'];
     const index = e.data?.['index'];
@@ -470,7 +477,7 @@ export class Cluster {
       r = await leader.controlAwait({ kind: 'add_server', node_id: id });
     }
     if (r.ok) {
-      this.raftJoining.delete(id);
+      this.onRaftChangeAnswered(r);
       return handle;
     }
     if (r.indeterminate) {
@@ -499,8 +506,16 @@ export class Cluster {
     const leader = await this.raftLeader();
     if (!this.nodes.has(nodeId)) return; // a committed configuration seen meanwhile removed it
     if (!leader) throw new NodeControlError(409, 'no leader elected yet; a raft membership change needs a leader');
-    const r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
-    if (r.ok) return;
+    let r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
+    // Right after an election the leader refuses changes until it commits an entry of its term.
+    for (let i = 0; i < 10 && !r.ok && /retry shortly/.test(r.error); i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
+    }
+    if (r.ok) {
+      this.onRaftChangeAnswered(r);
+      return;
+    }
     if (r.indeterminate) {
       throw new NodeControlError(
         409,

@@ -10,7 +10,7 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { decode, encodeTransferable, type FromActor } from '../../protocol/actor.js';
+import { decode, encodeTransferable, type ActorOut, type FromActor } from '../../protocol/actor.js';
 import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
 import type { ClientOp, ClientReply, CoreEvent, CoreOptions } from './core.js';
 import { DurableStore } from './durable-store.js';
@@ -331,11 +331,11 @@ export class NodeHandle {
   }
 
   private onMessage(m: FromActor): void {
+    const out = m.out === undefined ? undefined : decode<ActorOut<ClientReply, CoreEvent>>(new Uint8Array(m.out));
     // Durable first: storage has a step's records before any of its sends or replies go out.
-    if (m.dur) this.durable.append(m.dur, m.ckpt === true);
+    if (out?.dur !== undefined) this.durable.append(out.dur, out.ckpt === true);
     if (m.net) this.hooks.onNet(this.id, m.net);
-    if (m.out) {
-      const out = decode<{ replies: ClientReply[]; events: CoreEvent[] }>(new Uint8Array(m.out));
+    if (out !== undefined) {
       for (const r of out.replies) {
         const p = this.pending.get(r.id);
         if (p) {

@@ -5,6 +5,7 @@
 // regressions of issue 16: Op records and one-vector histories were read as empty and judged
 // linearizable, integer-valued kv histories were judged not linearizable.
 import t from 'tap';
+import fc from 'fast-check';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import type { HistoryOp } from '../../src/checkers/lincheck/history.js';
 import { models, type ModelName } from '../../src/checkers/lincheck/models.js';
 import { parseHistory, type ParseResult } from '../../src/checkers/lincheck/parse.js';
 import { runCli } from '../../src/checkers/lincheck/cli.js';
+import { ednNestingDepthMax } from '../../src/checkers/lincheck/edn.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const historiesDir = path.resolve(repoRoot, '../shared/data/histories');
@@ -131,6 +133,44 @@ t.test('text the EDN reader cannot read is an error naming its line, never skipp
     t.match(p.reason, c.reason, `${c.name}: ${p.reason}`);
     t.equal(p.error, `line ${p.line}: ${p.reason}`, `${c.name}: the error names the line`);
   }
+});
+
+t.test('nesting is bounded: at the limit a value is read, past it (and far past it) the line is refused', async (t) => {
+  // The operation map is one level; its value adds `depth` more.
+  const record = (depth: number): string =>
+    `{:process 0, :type :invoke, :f :write, :value ${'['.repeat(depth)}1${']'.repeat(depth)}}\n{:process 0, :type :ok, :f :write, :value 1}`;
+  const at = parseHistory(record(ednNestingDepthMax - 1));
+  t.ok(at.ok, `a value nested ${ednNestingDepthMax - 1} deep in its record is read`);
+  if (at.ok) t.equal(JSON.stringify(at.history[0]?.input).length, 2 * (ednNestingDepthMax - 1) + 1, 'the whole value');
+  for (const depth of [ednNestingDepthMax, 100_000]) {
+    const past = parseHistory(record(depth));
+    t.equal(past.ok, false, `${depth} deep is refused`);
+    if (!past.ok) t.match(past.error, new RegExp(`^line 1: nested deeper than ${ednNestingDepthMax} levels`));
+  }
+  const tags = parseHistory(`${'#t '.repeat(100_000)}{:process 0}`);
+  t.equal(tags.ok, false, 'a tower of #tags is refused too');
+});
+
+t.test('parsing is total: any text, and any one-character damage to a history, is a history or an error with its line', async (t) => {
+  // EDN's syntax characters, with NUL, control characters and newlines, so the damage is often
+  // at a delimiter; valid histories mutated at one place cover the near-misses.
+  const alphabet = fc.constantFrom(...'{}[]()#_:;"\\ ,\n\t\u0000\u0007abNM.+-019eé'.split(''));
+  const ednish = fc.array(alphabet, { maxLength: 80 }).map((cs) => cs.join(''));
+  const damaged = fc.tuple(fc.constantFrom(ednLines, opLines, `[${ednLines}]`), fc.nat(), fc.option(alphabet, { nil: '' }))
+    .map(([text, at, c]) => text.slice(0, at % text.length) + c + text.slice((at % text.length) + 1));
+  let refused = 0;
+  let read = 0;
+  fc.assert(fc.property(fc.oneof(ednish, damaged), (text) => {
+    const p = parseHistory(text);
+    if (p.ok) {
+      read++;
+      return;
+    }
+    refused++;
+    const lines = text.split('\n').length;
+    if (!(p.line >= 1 && p.line <= lines)) throw new Error(`line ${p.line} of a ${lines}-line text: ${p.error}`);
+  }), { numRuns: 3000 });
+  t.ok(refused > 100 && read > 100, `${read} read, ${refused} refused with their line`);
 });
 
 /** One EDN history of sequential operations: [f, value, read result?] run one after another. */

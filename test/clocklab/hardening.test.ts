@@ -419,3 +419,15 @@ t.test('kept snapshots are bounded by the channel records they hold, not only by
   await c.post('/api/v1/simulation/reset');
   t.equal((await c.get('/api/v1/snapshots')).body.snapshots.length, 0, 'a reset discards them');
 });
+
+t.test('the new settings are checked at start like the others', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'clocklab-bad-'));
+  const many = join(dir, 'many.yaml');
+  writeFileSync(many, `processes:\n  - { id: m, clock_type: matrix }\n${Array.from({ length: matrixSimulationProcessesMax }, (_, i) => `  - q${i}\n`).join('')}`);
+  const cases: Array<{ name: string; env: Record<string, string>; error: RegExp }> = [
+    { name: 'a matrix simulation past its size in the file', env: { CONFIG_PATH: many }, error: new RegExp(`at most ${matrixSimulationProcessesMax} processes`) },
+    { name: 'a WebSocket client cap of 0', env: { VC_WS_CLIENTS_MAX: '0' }, error: /VC_WS_CLIENTS_MAX must be an integer/ },
+    { name: 'an undelivered budget that is not a number', env: { VC_UNDELIVERED_BYTES_MAX: 'lots' }, error: /VC_UNDELIVERED_BYTES_MAX must be an integer/ },
+  ];
+  for (const k of cases) await t.rejects(startClockLab({ port: 0, proxyPort: false, env: k.env, logger: silentLogger() }), k.error, k.name);
+});

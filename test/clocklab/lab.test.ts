@@ -171,6 +171,7 @@ t.test('causal delivery never delivers out of causal order, never holds a messag
       const total = [...deliveredAt.values()].reduce((s, l) => s + l.length, 0);
       if (total + lost.size !== sentTo.size) throw new Error(`sent ${sentTo.size} but delivered ${total} and lost ${lost.size}`);
       if (lab.processes().some((p) => p.held.length > 0)) throw new Error('a hold-back queue is not empty after the network went quiet');
+      if (lab.state().undelivered_bytes !== 0) throw new Error(`undelivered messages still account ${lab.state().undelivered_bytes} bytes after the network went quiet`);
     }),
     { numRuns: 150 },
   );

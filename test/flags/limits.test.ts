@@ -236,6 +236,12 @@ t.test('login and refresh refuse over-long input with a 400 naming the limit, wi
   t.equal(atLimit.status, 401, 'a 1,024-character wrong password is checked (and wrong)');
 });
 
+t.test('a FLAGS_ADMIN_PASSWORD outside 8 to 1,024 characters stops start-up instead of being hashed', async (t) => {
+  for (const password of ['short', 'p'.repeat(200_000)]) {
+    await t.rejects(startHarness(t, { FLAGS_ADMIN_PASSWORD: password }), /FLAGS_ADMIN_PASSWORD: must be 8 to 1024 characters/, `${password.length} characters`);
+  }
+});
+
 t.test('the count limits: flags per environment and segments per project', async (t) => {
   const { createCheck } = await import('../../src/flags/api/management-routes.js');
   const others = (n: number) => range(n).map((i) => ({ ...normalizeFlag(boolFlag(`f${i}`) as FlagCreateBody), version: 1, createdAt: '', updatedAt: '' }));
@@ -245,9 +251,10 @@ t.test('the count limits: flags per environment and segments per project', async
 
   const h = await startHarness(t);
   const tok = await h.login();
-  for (let i = 0; i < L.segmentsPerProjectMax; i++) {
-    const r = await h.call('POST', `${P}/segments`, { token: tok, body: { key: `s${i}` } });
-    if (r.status !== 201) throw new Error(`segment ${i}: ${r.status} ${err(r)}`);
+  // 25 at a time (the count is checked inside each write's transaction, so concurrency is safe).
+  for (let from = 0; from < L.segmentsPerProjectMax; from += 25) {
+    const batch = range(25).map((i) => h.call('POST', `${P}/segments`, { token: tok, body: { key: `s${from + i}` } }));
+    for (const r of await Promise.all(batch)) if (r.status !== 201) throw new Error(`segment: ${r.status} ${err(r)}`);
   }
   const past = await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'one-more' } });
   t.equal(past.status, 400);
@@ -379,4 +386,37 @@ t.test('the most complex objects the API accepts read back intact through every 
   await h.restart();
   const tok2 = await h.login();
   t.same(definitionOf((await h.call('GET', `${E}/flags/complex`, { token: tok2 })).body), definitionOf(replaced.body), 'intact after a restart');
+});
+
+t.test('a flag stored before the limits existed (nested 4,100 levels) fails only the requests that return it, and can be deleted', async (t) => {
+  const h = await startHarness(t);
+  const tok = await h.login();
+  await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('neighbour') });
+  // Written through the store, as the service wrote it before it checked nesting.
+  const def = normalizeFlag(jsonFlag('legacy', nested(4100)) as FlagCreateBody);
+  const stored = await h.server.store.createFlag('lim', 'prod', def, { actor: 'old-version', at: new Date().toISOString() });
+  t.ok(stored.ok, 'the store takes it');
+  await h.restart();
+  const tok2 = await h.login();
+  const key = ((await h.call('GET', `${P}/environments`, { token: tok2 })).body as Array<{ sdkKey: string }>)[0]?.sdkKey ?? '';
+  const reads: Array<[string, string, string, Record<string, string>]> = [
+    ['GET flag', 'GET', `${E}/flags/legacy`, { authorization: `Bearer ${tok2}` }],
+    ['list flags', 'GET', `${E}/flags`, { authorization: `Bearer ${tok2}` }],
+    ['audit', 'GET', `${P}/audit`, { authorization: `Bearer ${tok2}` }],
+    ['SDK latest-all', 'GET', '/sdk/v1/latest-all', { authorization: key }],
+  ];
+  for (const [name, method, path, headers] of reads) {
+    const r = await h.call(method, path, { headers });
+    t.ok(r.status === 200 || r.status === 500, `${name}: answered (${r.status}), the service did not go down`);
+  }
+  const evaluation = await h.call('POST', '/sdk/v1/evaluate', { headers: { authorization: key }, body: { context: { key: 'u' }, flagKeys: ['neighbour'] } });
+  t.equal(evaluation.status, 200, 'evaluating the neighbour is unaffected');
+  const stream = await openStream(h.base, key);
+  t.teardown(() => stream.close());
+  const put = JSON.parse((await stream.next((e) => e.event === 'put')).data) as { data: { flags: Record<string, unknown> } };
+  t.ok('neighbour' in put.data.flags, 'SDK streams still get their put');
+  t.equal((await h.call('GET', '/healthz')).status, 200, 'the service is up');
+  const del = await h.call('DELETE', `${E}/flags/legacy`, { token: tok2 });
+  t.equal(del.status, 204, 'an admin can delete it');
+  t.equal((await h.call('GET', `${E}/flags`, { token: tok2 })).status, 200, 'and every read works again');
 });

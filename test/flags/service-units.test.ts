@@ -165,7 +165,7 @@ function fakeStream(acceptWrites = () => true): FakeStream {
         s.closeNow('slow');
         return false;
       }
-      partial += String(c);
+      partial += Array.isArray(c) ? c.map(String).join('') : String(c);
       for (let end = partial.indexOf('\n\n'); end >= 0; end = partial.indexOf('\n\n')) {
         s.chunks.push(partial.slice(0, end + 2));
         partial = partial.slice(end + 2);

@@ -84,6 +84,25 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.equal(a?.version, 1, 'failed writes change nothing');
   });
 
+  t.test('a segment creation check sees the live segment count in its transaction and can refuse the write', async (t) => {
+    const { store } = await h.open();
+    t.teardown(() => store.close());
+    const seen: number[] = [];
+    const atMostTwo = (_def: unknown, live: number) => {
+      seen.push(live);
+      return live >= 2 ? { field: 'key', message: 'key: at most 2' } : undefined;
+    };
+    await store.createSegment('p', segmentDef('a'), meta(t0), atMostTwo);
+    await store.createSegment('p', segmentDef('b'), meta(t0), atMostTwo);
+    await store.createSegment('other', segmentDef('x'), meta(t0), atMostTwo);
+    const refused = await store.createSegment('p', segmentDef('c'), meta(t1), atMostTwo);
+    t.match(refused, { ok: false, code: 'invalid', message: 'key: at most 2', field: 'key' });
+    t.same((await store.listSegments('p')).map((s) => s.key), ['a', 'b'], 'nothing stored');
+    await store.deleteSegment('p', 'a', meta(t1));
+    t.ok((await store.createSegment('p', segmentDef('c'), meta(t2), atMostTwo)).ok, 'a deleted segment does not count');
+    t.same(seen, [0, 1, 0, 2, 1], 'counts per project, live ones only');
+  });
+
   t.test('replace bumps the version, keeps createdAt, moves updatedAt, and honours a matching If-Match', async (t) => {
     const { store } = await h.open();
     t.teardown(() => store.close());

@@ -48,6 +48,12 @@ const OPEN_BRACKET = 91;
 const CLOSE_BRACKET = 93;
 const OPEN_BRACE = 123;
 const CLOSE_BRACE = 125;
+/**
+ * Deepest nesting of collections and #tags the reader takes: a Jepsen operation is a map holding
+ * values a few levels deep; far deeper text is refused before any recursive step could overflow.
+ */
+export const ednNestingDepthMax = 64;
+
 /** A set's opener (`#{`) in the scan's frame stack; closes with `}` like a map. */
 const OPEN_SET = -1;
 
@@ -129,6 +135,9 @@ export function scanEdn(text: string): EdnScanResult {
     frame.count++;
     if (depth === 1 && elements !== null) elements.push({ start: spanStart, end, line: spanLine });
   };
+  const nest = (at: number): void => {
+    if (frames.length + prefixes.length >= ednNestingDepthMax) fail(at, `nested deeper than ${ednNestingDepthMax} levels (collections and #tags)`);
+  };
   const openDescription = (f: Frame): string =>
     `${f.open === OPEN_SET ? '#{' : String.fromCharCode(f.open)} opened at line ${f.line} column ${f.column}`;
 
@@ -180,6 +189,7 @@ export function scanEdn(text: string): EdnScanResult {
         continue;
       }
       if (c === OPEN_PAREN || c === OPEN_BRACKET || c === OPEN_BRACE) {
+        nest(i);
         if (frames.length === 0 && c !== OPEN_BRACE) elements = [];
         frames.push({ open: c, start: i, line, column: i - lineStart + 1, count: 0 });
         i++;
@@ -201,6 +211,7 @@ export function scanEdn(text: string): EdnScanResult {
       }
       if (c === HASH) {
         const next = text.charCodeAt(i + 1);
+        nest(i);
         if (next === OPEN_BRACE) {
           frames.push({ open: OPEN_SET, start: i, line, column: i - lineStart + 1, count: 0 });
           i += 2;

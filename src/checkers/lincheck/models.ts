@@ -155,7 +155,12 @@ export const kvModel: Model<Value> = {
   readOnly: (op) => op.kind === 'read',
   // Appends only extend the value: a read of v stays possible only while v starts with it.
   grows: (op) => op.kind === 'append',
-  canGrowInto: (state, op) => kvCanGrow(state, kvNormal(op.output)),
+  canGrowInto(state, op) {
+    const target = op.output;
+    // The common case first (the search asks this in its inner loop): string registers.
+    if (typeof state === 'string' && typeof target === 'string') return target.startsWith(state);
+    return kvCanGrow(state, kvNormal(target));
+  },
   overwrites: (op) => op.kind === 'write',
 };
 

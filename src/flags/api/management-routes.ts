@@ -10,7 +10,7 @@ import { HttpError, type HttpApp, type HttpRequest, type HttpResult } from '../.
 import { decodeFlagCreate, decodeFlagPut, decodeSegmentCreate, decodeSegmentPut } from '../model/decode.js';
 import type { FieldError, Flag, FlagDefinition } from '../model/types.js';
 import { validateFlag } from '../model/validate.js';
-import type { FlagWriteCheck, WriteMeta } from '../store/types.js';
+import type { FlagWriteCheck, SegmentWriteCheck, WriteMeta } from '../store/types.js';
 import type { Principal } from '../auth/tokens.js';
 import type { FlagsContext } from './context.js';
 import { decodeEvaluateBody, Evaluator } from './evaluation.js';
@@ -33,6 +33,12 @@ export const createCheck: FlagWriteCheck = (candidate, others) => {
     return { field: 'key', message: `key: the environment already has ${others.length} flags (the limit is ${flagsPerEnvironmentMax})` };
   }
   return prerequisiteCheck(candidate, others);
+};
+
+/** Segment creation keeps the project under its segment count limit (inside the write transaction). */
+export const segmentCreateCheck: SegmentWriteCheck = (_candidate, liveSegments) => {
+  if (liveSegments < segmentsPerProjectMax) return undefined;
+  return { field: 'key', message: `key: the project already has ${liveSegments} segments (the limit is ${segmentsPerProjectMax})` };
 };
 
 function badBody(errors: readonly FieldError[]): never {
@@ -152,13 +158,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
     checkKey('projectKey', p);
     const d = decodeSegmentCreate(objectBody(req.body));
     if (!d.ok) badBody(d.errors);
-    // Checked outside the write transaction (the store has no hook for segments): concurrent
-    // creations can pass it together, so the limit may be exceeded by the number of such races.
-    const existing = await store.listSegments(p);
-    if (existing.length >= segmentsPerProjectMax && !existing.some((s) => s.key === d.value.key)) {
-      throw new HttpError(400, `key: the project already has ${existing.length} segments (the limit is ${segmentsPerProjectMax})`);
-    }
-    const r = await store.createSegment(p, d.value, meta(who, req));
+    const r = await store.createSegment(p, d.value, meta(who, req), segmentCreateCheck);
     if (!r.ok) writeFailure(r);
     await ctx.settled();
     return versioned(201, r.value, { location: `/api/v1/projects/${p}/segments/${r.value.key}` });

@@ -93,6 +93,9 @@ export class AuthService {
   private async bootstrapAdmin(env: NodeJS.ProcessEnv, logger: Logger): Promise<void> {
     const email = env['FLAGS_ADMIN_EMAIL'];
     const password = env['FLAGS_ADMIN_PASSWORD'];
+    // A configured password outside the limits stops start-up, like any other bad setting.
+    const problem = password ? passwordLengthProblem(password) : undefined;
+    if (problem) throw new Error(`FLAGS_ADMIN_PASSWORD: ${problem.replace(/^password: /, '')}`);
     if (email && password) {
       if (await this.store.getUserByEmail(email)) return;
       const r = await this.createUser(email, password, 'admin');

@@ -14,6 +14,7 @@ import type {
   EnvironmentSnapshot,
   FlagStore,
   FlagWriteCheck,
+  SegmentWriteCheck,
   ProjectInfo,
   ResourceKind,
   Role,
@@ -284,10 +285,15 @@ export class SqlFlagStore implements FlagStore {
     return { version: num(r['version']), deleted: num(r['deleted']) !== 0, doc: parseDoc<Segment>(r['doc']) as Segment };
   }
 
-  async createSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta): Promise<WriteResult<Segment>> {
+  async createSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta, check?: SegmentWriteCheck): Promise<WriteResult<Segment>> {
     return this.db.write(async (tx) => {
       const row = await this.segmentRow(tx, projectKey, def.key);
       if (row && !row.deleted) return { ok: false, code: 'duplicate', message: `segment ${JSON.stringify(def.key)} already exists in project ${projectKey}` };
+      if (check) {
+        const live = num(first(await tx.all('SELECT COUNT(*) AS n FROM segments WHERE project_key = ? AND deleted = 0', [projectKey]))?.['n']);
+        const problem = check(def, live);
+        if (problem) return { ok: false, code: 'invalid', message: problem.message, field: problem.field };
+      }
       const version = row ? row.version + 1 : 1;
       const segment = stampSegment(def, version, meta.at, meta.at);
       await this.ensureProject(tx, projectKey, meta.at);

@@ -89,6 +89,9 @@ export type WriteResult<T> = { ok: true; value: T } | WriteFailure;
  */
 export type FlagWriteCheck = (candidate: FlagDefinition, others: readonly Flag[]) => FieldError | undefined;
 
+/** A check run inside a segment creation's transaction, given the project's live segment count. */
+export type SegmentWriteCheck = (candidate: SegmentDefinition, liveSegments: number) => FieldError | undefined;
+
 export interface EnvironmentSnapshot {
   flags: Flag[];
   segments: Segment[];
@@ -120,7 +123,7 @@ export interface FlagStore {
 
   listSegments(projectKey: string): Promise<Segment[]>;
   getSegment(projectKey: string, key: string): Promise<Segment | undefined>;
-  createSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta): Promise<WriteResult<Segment>>;
+  createSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta, check?: SegmentWriteCheck): Promise<WriteResult<Segment>>;
   replaceSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta): Promise<WriteResult<Segment>>;
   deleteSegment(projectKey: string, key: string, meta: WriteMeta): Promise<WriteResult<Segment>>;
 

@@ -154,11 +154,12 @@ export class StreamHub {
     let mode: 'put' | 'replay';
     const missed = resumable && (lastEventId as number) >= this.floor ? this.missedSince(env, lastEventId as number) : undefined;
     if (missed) {
-      // One chunk: the adapter sends it with back-pressure like a put, rather than counting
-      // hundreds of queued frames against the client's buffer before it had a chance to read.
+      // One chunk made of the shared frames: the adapter sends it with back-pressure like a put,
+      // rather than counting hundreds of queued frames against the client's buffer before it had
+      // a chance to read, and without a private copy per resuming client.
       mode = 'replay';
       this.stats.resumedFromLog++;
-      stream.write(Buffer.concat([retryBytes, ...missed.frames]));
+      stream.write([retryBytes, ...missed.frames]);
       this.stats.eventsSent += missed.frames.length;
       client.lastId = Math.max(missed.lastId, lastEventId as number);
     } else {

@@ -48,6 +48,11 @@ import type { Rng } from '../../util/rng.js';
 import { invariant, unreachable } from '../../util/assert.js';
 import { DurableJournal } from './raft/durable.js';
 import { RaftLog } from './raft/log.js';
+import { planMembershipChange } from './raft/membership.js';
+import { AppendTimes, backedOffNext, lowestMatch, newProgress, type Progress } from './raft/progress.js';
+import { isMajority, majorityValue } from './raft/quorum.js';
+import { ReadIndexQueue } from './raft/read-index.js';
+import { indeterminateReply, notLeaderError, notLeaderReply, replacedReply } from './raft/replies.js';
 import { PendingProposals, type PendingProposal } from './raft/proposals.js';
 import { applyToStore, versionOf } from './raft/state-machine.js';
 import {
@@ -112,26 +117,6 @@ export interface RaftInspection {
   progress: Record<NodeId, { next: number; match: number }>;
 }
 
-/** Leader's view of one follower (Raft Figure 2 nextIndex/matchIndex, plus liveness bookkeeping). */
-interface Progress {
-  next: number;
-  match: number;
-  /** Last response in this term: CheckQuorum (dissertation §6.2). */
-  lastAckAt: number;
-  /** Highest ReadIndex round this follower confirmed (dissertation §6.4). */
-  ackedSeq: number;
-  /** When a raftSnapshot was last sent (-Infinity: none in flight). */
-  snapshotSentAt: number;
-}
-
-interface PendingRead {
-  reqId: number;
-  key: string;
-  readIndex: number;
-  seq: number;
-  deadline: number;
-}
-
 type EntryBody =
   | { type: 'put'; key: string; value: string }
   | { type: 'delete'; key: string }
@@ -181,8 +166,8 @@ export class RaftCore implements NodeCore {
   private termStartIndex = 0;
   private leaderSince = 0;
   private readSeq = 0;
-  private pendingReads: PendingRead[] = [];
-  private readonly appendedAt = new Map<number, number>();
+  private readonly pendingReads = new ReadIndexQueue();
+  private readonly appendedAt = new AppendTimes(appendTimesMax);
   /** New entries not yet sent to followers: sent together at drain() (etcd's Ready batching). */
   private flushNeeded = false;
   /** A ReadIndex round waits for a heartbeat to every follower. */
@@ -300,8 +285,8 @@ export class RaftCore implements NodeCore {
     let d = this.role === 'leader' ? this.heartbeatDeadline : this.electionDeadline;
     const p = this.pending.nextDeadline();
     if (p < d) d = p;
-    const r = this.pendingReads[0];
-    if (r && r.deadline < d) d = r.deadline;
+    const r = this.pendingReads.nextDeadline();
+    if (r < d) d = r;
     return d;
   }
 
@@ -446,8 +431,7 @@ export class RaftCore implements NodeCore {
       this.flushNeeded = false;
       this.readBroadcast = false;
       // ReadIndex reads have no effect: fail them at once; proposals wait for commit or timeout.
-      for (const r of this.pendingReads) this.reply(this.notLeaderReply(r.reqId));
-      this.pendingReads = [];
+      for (const r of this.pendingReads.takeAll()) this.reply(this.notLeaderReply(r.reqId));
     }
     this.resetElectionTimer(now);
   }
@@ -501,7 +485,7 @@ export class RaftCore implements NodeCore {
     this.electionDeadline = Infinity;
     this.progress.clear();
     this.appendedAt.clear();
-    for (const v of this.voters) if (v !== this.id) this.progress.set(v, this.newProgress(now));
+    for (const v of this.voters) if (v !== this.id) this.progress.set(v, newProgress(this.log.lastIndex, now));
     // §8: a no-op entry of the new term lets the leader commit earlier terms' entries (§5.4.2)
     // and gives ReadIndex a point after which every committed write is known.
     const noop = this.appendEntry({ type: 'noop' }, now);
@@ -745,10 +729,6 @@ export class RaftCore implements NodeCore {
 
   // ---------------------------------------------------------------- replication, leader side
 
-  private newProgress(now: number): Progress {
-    return { next: this.log.lastIndex + 1, match: 0, lastAckAt: now, ackedSeq: 0, snapshotSentAt: -Infinity };
-  }
-
   /**
    * Sends `peer` what it is missing from nextIndex on (at most maxEntriesPerMessage entries), or a
    * raftSnapshot when nextIndex has been compacted away. nextIndex advances optimistically past
@@ -829,12 +809,7 @@ export class RaftCore implements NodeCore {
       this.maybeCommit(now);
     } else if (m.rejectIndex > pr.match) {
       // Fast back-off (§5.3): skip the follower's whole conflicting term in one step.
-      let next = m.conflictIndex;
-      if (m.conflictTerm > 0) {
-        const li = this.log.lastIndexOfTerm(m.conflictTerm);
-        if (li > 0) next = li + 1;
-      }
-      pr.next = Math.max(pr.match + 1, Math.min(next, m.rejectIndex));
+      pr.next = backedOffNext(pr, m, (term) => this.log.lastIndexOfTerm(term));
       this.sendAppend(from, now);
     }
     if (this.role === 'leader') {
@@ -868,12 +843,8 @@ export class RaftCore implements NodeCore {
    */
   private maybeCommit(now: number): void {
     if (this.role !== 'leader') return;
-    const matches: number[] = [];
-    for (const v of this.voters) {
-      matches.push(v === this.id ? this.log.lastIndex : (this.progress.get(v)?.match ?? 0));
-    }
-    matches.sort((a, b) => b - a);
-    const n = matches[this.quorumSize() - 1] ?? 0;
+    const matchOf = (v: NodeId): number => (v === this.id ? this.log.lastIndex : (this.progress.get(v)?.match ?? 0));
+    const n = majorityValue(this.voters, matchOf);
     if (n > this.commitIndex && this.log.termAt(n) === this.term) {
       this.commitIndex = n;
       this.pruneAppendTimes();
@@ -882,15 +853,11 @@ export class RaftCore implements NodeCore {
   }
 
   private quorumActive(now: number): boolean {
-    let active = 0;
-    for (const v of this.voters) {
-      if (v === this.id) active++;
-      else {
-        const pr = this.progress.get(v);
-        if (pr && now - pr.lastAckAt <= this.timings.electionTimeoutMsMax) active++;
-      }
-    }
-    return active >= this.quorumSize();
+    return isMajority(this.voters, (v) => {
+      if (v === this.id) return true;
+      const pr = this.progress.get(v);
+      return pr !== undefined && now - pr.lastAckAt <= this.timings.electionTimeoutMsMax;
+    });
   }
 
   // ---------------------------------------------------------------- client requests
@@ -921,10 +888,6 @@ export class RaftCore implements NodeCore {
     } as LogEntry;
     this.log.append(entry);
     this.appendedAt.set(entry.index, now);
-    if (this.appendedAt.size > appendTimesMax) {
-      const oldest = this.appendedAt.keys().next();
-      if (!oldest.done) this.appendedAt.delete(oldest.value);
-    }
     this.flushNeeded = true;
     return entry;
   }
@@ -939,7 +902,7 @@ export class RaftCore implements NodeCore {
       return;
     }
     this.readSeq += 1;
-    this.pendingReads.push({
+    this.pendingReads.add({
       reqId,
       key,
       readIndex: Math.max(this.commitIndex, this.termStartIndex),
@@ -952,14 +915,9 @@ export class RaftCore implements NodeCore {
 
   private resolveReads(): void {
     if (this.role !== 'leader' || this.pendingReads.length === 0) return;
-    const acks: number[] = [];
-    for (const v of this.voters) acks.push(v === this.id ? this.readSeq : (this.progress.get(v)?.ackedSeq ?? 0));
-    acks.sort((a, b) => b - a);
-    const confirmed = acks[this.quorumSize() - 1] ?? 0;
-    let k = 0;
-    for (; k < this.pendingReads.length; k++) {
-      const r = this.pendingReads[k] as PendingRead;
-      if (r.seq > confirmed || r.readIndex > this.lastApplied) break;
+    const ackedOf = (v: NodeId): number => (v === this.id ? this.readSeq : (this.progress.get(v)?.ackedSeq ?? 0));
+    const confirmed = majorityValue(this.voters, ackedOf);
+    for (const r of this.pendingReads.takeReady(confirmed, this.lastApplied)) {
       const v = this.store[r.key];
       if (!v || v.tombstone) {
         this.reply({ id: r.reqId, ok: false, code: 'not_found', status: 404, error: `key not found: ${r.key}` });
@@ -967,7 +925,6 @@ export class RaftCore implements NodeCore {
         this.reply({ id: r.reqId, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
       }
     }
-    if (k > 0) this.pendingReads.splice(0, k);
   }
 
   /** Single-server membership change (dissertation §4.1), one at a time, through the log. */
@@ -976,33 +933,22 @@ export class RaftCore implements NodeCore {
     now: number,
   ): ControlResult {
     if (this.role !== 'leader') return { ok: false, status: 409, error: this.notLeaderError() };
-    if (this.configIndex > this.commitIndex) {
-      // The uncommitted entry is this very change (a repeated request): wait for it. Any other
-      // change waits until it commits (one single-server change at a time, §4.1).
-      const before = this.log.configAt(this.configIndex - 1).voters;
-      const adding = cmd.kind === 'add_server';
-      const same = before.includes(cmd.node_id) !== adding && this.voters.includes(cmd.node_id) === adding;
-      if (same) return this.changeAlreadyMade(cmd.reqId, now);
-      return {
-        ok: false,
-        status: 409,
-        error: `another membership change is in progress (config entry ${this.configIndex} not yet committed); retry once it commits`,
-      };
-    }
-    // Ongaro's 2015 correction: a new leader commits an entry of its own term before changing membership.
-    if (this.commitIndex < this.termStartIndex) {
-      return { ok: false, status: 409, error: 'the leader has not committed an entry of its term yet; retry shortly' };
-    }
-    const adding = cmd.kind === 'add_server';
-    // Already done (or being done) in the latest configuration: answer with that configuration.
-    if (this.voters.includes(cmd.node_id) === adding) return this.changeAlreadyMade(cmd.reqId, now);
-    let voters: NodeId[];
-    if (adding) {
-      voters = [...this.voters, cmd.node_id];
-    } else {
-      if (this.voters.length === 1) return { ok: false, status: 409, error: 'cannot remove the last member' };
-      voters = this.voters.filter((v) => v !== cmd.node_id);
-    }
+    const pendingChange = this.configIndex > this.commitIndex;
+    const plan = planMembershipChange(
+      {
+        voters: this.voters,
+        votersBefore: pendingChange ? this.log.configAt(this.configIndex - 1).voters : this.voters,
+        configIndex: this.configIndex,
+        commitIndex: this.commitIndex,
+        termStartIndex: this.termStartIndex,
+      },
+      cmd.kind === 'add_server' ? 'add' : 'remove',
+      cmd.node_id,
+    );
+    if (plan.kind === 'refuse') return { ok: false, status: 409, error: plan.error };
+    // Already made or being made: answered with (or waiting on) that configuration.
+    if (plan.kind !== 'append') return this.changeAlreadyMade(cmd.reqId, now);
+    const voters = plan.voters;
     const entry = this.appendEntry({ type: 'config', voters }, now);
     this.pending.add({
       reqId: cmd.reqId,
@@ -1033,7 +979,15 @@ export class RaftCore implements NodeCore {
     const version: Version =
       entry?.type === 'config'
         ? versionOf(entry, configKey, voters.join(','), false)
-        : { key: configKey, value: voters.join(','), tombstone: false, timestamp: 0, node_id: this.id, version: index, vclock: {} };
+        : {
+            key: configKey,
+            value: voters.join(','),
+            tombstone: false,
+            timestamp: 0,
+            node_id: this.id,
+            version: index,
+            vclock: {},
+          };
     this.reply({ id: reqId, ok: true, result: { kind: 'entry', entry: version, node_id: this.id } });
     return { ok: true, data: { index, term, voters, already: true } };
   }
@@ -1051,7 +1005,8 @@ export class RaftCore implements NodeCore {
       this.lastApplied = i;
       this.hooks.applied?.(this.id, entry, this.term);
       if (entry.type === 'config' && this.role === 'leader') {
-        this.emit({ type: 'membership_changed', node_id: this.id, data: { voters: [...entry.voters], index: i, term: entry.term } });
+        const data = { voters: [...entry.voters], index: i, term: entry.term };
+        this.emit({ type: 'membership_changed', node_id: this.id, data });
       }
       // (index, term) names one entry, and entries never move: another entry applied at a
       // proposal's index means that proposal will never take effect (a definite failure).
@@ -1112,18 +1067,14 @@ export class RaftCore implements NodeCore {
     this.voters = [...c.voters];
     this.configIndex = c.index;
     if (this.role !== 'leader') return;
-    for (const v of this.voters) if (v !== this.id && !this.progress.has(v)) this.progress.set(v, this.newProgress(now));
+    for (const v of this.voters) {
+      if (v !== this.id && !this.progress.has(v)) this.progress.set(v, newProgress(this.log.lastIndex, now));
+    }
     for (const peer of [...this.progress.keys()]) if (!this.voters.includes(peer)) this.progress.delete(peer);
   }
 
   private hasQuorum(votes: ReadonlySet<NodeId>): boolean {
-    let n = 0;
-    for (const v of this.voters) if (votes.has(v)) n++;
-    return n >= this.quorumSize();
-  }
-
-  private quorumSize(): number {
-    return Math.floor(this.voters.length / 2) + 1;
+    return isMajority(this.voters, (v) => votes.has(v));
   }
 
   private resetElectionTimer(now: number): void {
@@ -1132,19 +1083,11 @@ export class RaftCore implements NodeCore {
 
   /** When `index` was appended by this leader (lag_ms); the oldest known time when pruned. */
   private appendTime(index: number): number {
-    const t = this.appendedAt.get(index);
-    if (t !== undefined) return t;
-    for (const first of this.appendedAt.values()) return first;
-    return this.leaderSince;
+    return this.appendedAt.timeOf(index, this.leaderSince);
   }
 
   private pruneAppendTimes(): void {
-    let min = this.commitIndex;
-    for (const pr of this.progress.values()) if (pr.match < min) min = pr.match;
-    for (const i of this.appendedAt.keys()) {
-      if (i > min) break;
-      this.appendedAt.delete(i);
-    }
+    this.appendedAt.pruneUpTo(lowestMatch(this.progress, this.commitIndex));
   }
 
   /** Timeouts: proposals become indeterminate (they may still commit), reads simply fail. */
@@ -1152,9 +1095,7 @@ export class RaftCore implements NodeCore {
     for (const p of this.pending.takeExpired(now)) {
       this.reply(this.indeterminateReply(p.reqId, `not committed within ${this.timings.requestTimeoutMs} ms`));
     }
-    let k = 0;
-    while (k < this.pendingReads.length && (this.pendingReads[k] as PendingRead).deadline <= now) {
-      const r = this.pendingReads[k] as PendingRead;
+    for (const r of this.pendingReads.takeExpired(now)) {
       this.reply({
         id: r.reqId,
         ok: false,
@@ -1162,47 +1103,23 @@ export class RaftCore implements NodeCore {
         status: 409,
         error: `read not confirmed by a majority within ${this.timings.requestTimeoutMs} ms`,
       });
-      k++;
     }
-    if (k > 0) this.pendingReads.splice(0, k);
   }
 
   private notLeaderError(): string {
-    return this.leaderId !== '' && this.leaderId !== this.id ? `not leader; leader is ${this.leaderId}` : 'no leader elected yet';
+    return notLeaderError(this.leaderId, this.id);
   }
 
   private notLeaderReply(id: number): ClientReply {
-    if (this.leaderId !== '' && this.leaderId !== this.id) {
-      return {
-        id,
-        ok: false,
-        code: 'not_leader',
-        status: 409,
-        error: `not leader; leader is ${this.leaderId}`,
-        leader_id: this.leaderId,
-      };
-    }
-    return { id, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' };
+    return notLeaderReply(id, this.leaderId, this.id);
   }
 
   private replacedReply(id: number): ClientReply {
-    const base = { id, ok: false as const, status: 409 as const };
-    const error = 'leadership changed before the entry committed; it was discarded, retry';
-    if (this.leaderId !== '' && this.leaderId !== this.id) {
-      return { ...base, code: 'not_leader', error: `${error} (leader is ${this.leaderId})`, leader_id: this.leaderId };
-    }
-    return { ...base, code: 'no_leader', error };
+    return replacedReply(id, this.leaderId, this.id);
   }
 
   private indeterminateReply(id: number, why: string): ClientReply {
-    return {
-      id,
-      ok: false,
-      code: 'timeout',
-      status: 409,
-      error: `${why}; the write may still be applied`,
-      indeterminate: true,
-    };
+    return indeterminateReply(id, why);
   }
 
   private send(to: NodeId, msg: RaftMessage): void {

@@ -118,7 +118,8 @@ export function foldRaftRecord(state: RaftPersistentState | undefined, r: RaftDu
       return state;
     case 'append':
       for (const e of r.entries) {
-        invariant(e.index === base + state.log.length + 1, () => `durable append at ${e.index} after ${base + state.log.length}`);
+        const last = base + state.log.length;
+        invariant(e.index === last + 1, () => `durable append at ${e.index} after ${last}`);
         state.log.push(e);
       }
       return state;
@@ -128,7 +129,8 @@ export function foldRaftRecord(state: RaftPersistentState | undefined, r: RaftDu
       return state;
     case 'compact': {
       const n = r.lastIncludedIndex - base;
-      invariant(n >= 0 && n <= state.log.length, () => `durable compaction to ${r.lastIncludedIndex} outside ${base}..${base + state.log.length}`);
+      const last = base + state.log.length;
+      invariant(n >= 0 && n <= state.log.length, () => `durable compaction to ${r.lastIncludedIndex} outside ${base}..${last}`);
       const folded = state.log.slice(0, n);
       invariant(n === 0 || folded[n - 1]?.term === r.lastIncludedTerm, 'durable compaction term matches the log');
       const store = { ...state.raftSnapshot.store };
