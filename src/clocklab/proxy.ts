@@ -17,8 +17,9 @@ import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { HttpApp, type HttpResult, type UpgradeDecision, type WsClient } from '../http/index.js';
+import { HttpApp, faultMetrics, type HttpResult, type UpgradeDecision, type WsClient } from '../http/index.js';
 import type { Logger } from '../util/logger.js';
+import type { Registry } from '../util/metrics.js';
 import {
   busHistoryCharsMax,
   busHistoryMax,
@@ -50,6 +51,8 @@ export interface ProxyOptions {
   onClients?: (delta: number) => void;
   /** A browser closed for missing the pong deadline. */
   onPongTimeout?: () => void;
+  /** The lab's registry: the proxy's handler errors join its http_handler_errors_total. */
+  registry?: Registry;
 }
 
 /** Request headers passed to the lab (hop-by-hop ones are not). */
@@ -90,6 +93,7 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
   const { target, logger } = opts;
   const webDir = opts.webDir ?? findWebDir();
   const app = new HttpApp({ name: 'clocklab-proxy', logger, cors: false });
+  if (opts.registry) faultMetrics(app, opts.registry);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const upstreams = new Map<string, Upstream>();
   const queueBytes = opts.clientQueueBytes ?? wsClientQueueBytesDefault;

@@ -330,6 +330,7 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
         onDropped: (n) => metrics.proxyWsDropped.inc(n),
         onClients: (d) => metrics.proxyWsClients.inc(d),
         onPongTimeout: () => metrics.wsTimeouts.inc(),
+        registry: metrics.registry,
       });
     } catch (err) {
       clearInterval(driver);
