@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.simlab-stamp
 
-.PHONY: run test build deps bench bench-lincheck sim sim-long typecheck clean fuzz load soak wrk
+.PHONY: run test build deps bench bench-lincheck bench-table sim sim-long typecheck clean fuzz load soak wrk
 
 # Reinstall from the lock file whenever it changes (or node_modules is missing).
 $(NODE_MODULES_STAMP): package-lock.json package.json
@@ -32,6 +32,10 @@ bench: build wrk
 
 bench-lincheck: build
 	node scripts/run-benchmarks.mjs lincheck
+
+# Regenerates the README benchmark table (between its bench-table markers) from bench-results.json.
+bench-table:
+	node scripts/bench-table.mjs
 
 # Replays one deterministic simulation run exactly: make sim SEED=42 [STRATEGY=raft]
 SEED ?= 42

@@ -1,18 +1,22 @@
 /**
- * Evaluations per second of our pure flag evaluator against LaunchDarkly's Node server SDK
- * evaluating the equivalent flags offline (TestData source, events off), in the same run:
- * (a) a simple boolean flag, (b) a flag with 10 rules, targets, a prerequisite and a segment.
- * It also checks both give the same variation for every context, so the race is between equals.
- * Each figure is the best of 3 interleaved rounds (LD, ours, ours awaited, repeated), so load from
- * other processes on the machine penalises both sides alike.
- * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per measurement, default 0.5]
+ * Evaluations per second of simlab's pure flag evaluator against LaunchDarkly's Node server SDK
+ * evaluating the same flags for the same contexts offline (TestData source, events off), like for
+ * like: synchronous against synchronous (the SDK has no public synchronous evaluation, so this is
+ * its internal Evaluator, reached through the client's private fields, which variationDetail calls;
+ * fed from its in-memory store, whose callbacks fire synchronously) and awaited against awaited (LD's
+ * variationDetail against simlab's lookup + evaluate inside an async function). Two flags: (a) a
+ * simple boolean flag, (b) 10 rules, targets, a prerequisite and a segment. Both sides must give
+ * the same value and reason kind for every context first. Rounds alternate the order of the four
+ * timings; the median and range over rounds are recorded. It does not time HTTP (flags-http does).
+ * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per timing, default 0.5] [rounds, default 5]
  */
-import { init, integrations } from '@launchdarkly/node-server-sdk';
+import { Context, init, integrations, type LDClient, type LDContext, type LDEvaluationDetail } from '@launchdarkly/node-server-sdk';
+import { median, recordResult } from './results.js';
 import { compileFlag, evaluate, type EvalStore } from '../src/flags/eval/evaluate.js';
 import type { Clause, ClauseOp, EvalContext, FlagDefinition, SegmentDefinition } from '../src/flags/model/types.js';
 
 const secondsPerCase = Number(process.argv[2] ?? 0.5);
-const rounds = 3;
+const rounds = Math.max(1, Math.floor(Number(process.argv[3] ?? process.env['BENCH_ROUNDS'] ?? 5)));
 const contextsCount = 1000;
 
 // ---- our definitions
@@ -172,6 +176,42 @@ const contexts: EvalContext[] = Array.from({ length: contextsCount }, (_, i) => 
 }));
 const ldContexts = contexts.map((c) => ({ ...c, kind: 'user', key: c.key as string }));
 
+// ---- LaunchDarkly's synchronous path: not public API. LDClientImpl keeps its Evaluator and its
+// feature store in private fields; variationDetail looks the flag up in the store and calls
+// evaluator.evaluateCb with a callback. With the in-memory store every callback fires before the
+// call returns, so evaluateCb is synchronous here (checked below: it throws if it is not).
+
+interface LdEvalResult { detail: LDEvaluationDetail }
+interface LdInternals {
+  _evaluator: { evaluateCb(flag: unknown, context: unknown, cb: (r: LdEvalResult) => void): void };
+  _featureStore: { get(kind: { namespace: string }, key: string, cb: (item: unknown) => void): void };
+}
+
+function ldSyncPath(client: LDClient): { flag(key: string): unknown; evaluate(flag: unknown, context: LDContext): LDEvaluationDetail } {
+  const internals = client as unknown as Partial<LdInternals>;
+  const evaluator = internals._evaluator;
+  const store = internals._featureStore;
+  if (evaluator === undefined || store === undefined) throw new Error('this LaunchDarkly SDK version has no reachable synchronous evaluator');
+  return {
+    flag(key) {
+      let item: unknown;
+      store.get({ namespace: 'features' }, key, (f) => {
+        item = f;
+      });
+      if (item === undefined) throw new Error(`LaunchDarkly store lookup of ${key} is not synchronous`);
+      return item;
+    },
+    evaluate(flag, context) {
+      let detail: LDEvaluationDetail | undefined;
+      evaluator.evaluateCb(flag, Context.fromLDContext(context), (r) => {
+        detail = r.detail;
+      });
+      if (detail === undefined) throw new Error('LaunchDarkly evaluateCb did not call back synchronously');
+      return detail;
+    },
+  };
+}
+
 // ---- timing
 
 let sink = 0;
@@ -181,7 +221,7 @@ function timeSync(run: (i: number) => unknown): number {
   const start = process.hrtime.bigint();
   let n = 0;
   for (;;) {
-    for (let j = 0; j < 10000; j++, n++) if (run(n % contextsCount) !== undefined) sink++;
+    for (let j = 0; j < 1000; j++, n++) if (run(n % contextsCount) !== undefined) sink++;
     const now = process.hrtime.bigint();
     if (now >= deadline) return n / (Number(now - start) / 1e9);
   }
@@ -206,47 +246,82 @@ async function main(): Promise<void> {
   await td.usePreconfiguredSegment(ldSegment(beta));
   const client = init('sdk-key', { updateProcessor: td.getFactory(), sendEvents: false, diagnosticOptOut: true, logger: silent });
   await client.waitForInitialization({ timeout: 5 });
+  const ld = ldSyncPath(client);
 
   try {
-    // Equivalence first: both must serve the same value for every context of the pool.
+    // Equivalence first: all four paths must serve the same value and reason for every context.
     const reasons = new Map<string, number>();
     for (const f of [simple, complex]) {
       compileFlag(f);
+      const ldFlagItem = ld.flag(f.key);
       let disagree = 0;
       for (let i = 0; i < contextsCount; i++) {
         const ours = evaluate(f, contexts[i] as EvalContext, store);
-        const theirs = await client.variationDetail(f.key, ldContexts[i] as (typeof ldContexts)[number], null);
+        const theirs = await client.variationDetail(f.key, ldContexts[i] as LDContext, null);
+        const theirsSync = ld.evaluate(ldFlagItem, ldContexts[i] as LDContext);
         if (ours.value !== theirs.value || ours.reason.kind !== theirs.reason.kind) disagree++;
+        if (theirsSync.value !== theirs.value || theirsSync.reason.kind !== theirs.reason.kind) disagree++;
         if (f === complex) reasons.set(ours.reason.kind, (reasons.get(ours.reason.kind) ?? 0) + 1);
       }
-      if (disagree > 0) throw new Error(`${f.key}: our evaluator and LaunchDarkly's disagree on ${disagree}/${contextsCount} contexts`);
+      if (disagree > 0) throw new Error(`${f.key}: simlab's evaluator and LaunchDarkly's disagree on ${disagree} evaluations of ${contextsCount} contexts`);
     }
-    console.log(`Equivalence: both evaluators agree on value and reason kind for ${contextsCount} contexts on both flags.`);
+    console.log(`Equivalence: simlab and LaunchDarkly (sync and awaited) agree on value and reason kind for ${contextsCount} contexts on both flags.`);
     console.log(`Complex-flag outcomes over the pool: ${[...reasons].map(([k, n]) => `${k} ${n}`).join(', ')}\n`);
 
-    const rows: { name: string; ours: number; oursAwaited: number; ld: number }[] = [];
-    for (const [name, f] of [
+    const cases = [
       ['simple boolean flag', simple],
       ['10 rules + targets + prerequisite + segment', complex],
-    ] as const) {
-      const row = { name, ours: 0, oursAwaited: 0, ld: 0 };
+    ] as const;
+    for (const [name, f] of cases) {
+      const ldFlagItem = ld.flag(f.key);
+      const timings = {
+        oursSync: () => Promise.resolve(timeSync((i) => evaluate(f, contexts[i] as EvalContext, store))),
+        ldSync: () => Promise.resolve(timeSync((i) => ld.evaluate(ldFlagItem, ldContexts[i] as LDContext))),
+        oursAwaited: () => timeAsync(async (i) => evaluate(store.flag(f.key) as FlagDefinition, contexts[i] as EvalContext, store)),
+        ldAwaited: () => timeAsync((i) => client.variationDetail(f.key, ldContexts[i] as LDContext, null)),
+      };
+      type Key = keyof typeof timings;
+      const runs: Record<Key, number[]> = { oursSync: [], ldSync: [], oursAwaited: [], ldAwaited: [] };
+      const order: Key[] = ['oursSync', 'ldSync', 'oursAwaited', 'ldAwaited'];
       for (let round = 0; round < rounds; round++) {
-        row.ld = Math.max(row.ld, await timeAsync((i) => client.variationDetail(f.key, ldContexts[i] as (typeof ldContexts)[number], null)));
-        row.ours = Math.max(row.ours, timeSync((i) => evaluate(f, contexts[i] as EvalContext, store)));
-        // The same evaluator behind an await, to show the gap is not only LaunchDarkly's async API.
-        row.oursAwaited = Math.max(row.oursAwaited, await timeAsync(async (i) => evaluate(f, contexts[i] as EvalContext, store)));
+        // Alternate the order every round, so neither side always runs first (or after a GC).
+        const thisRound = round % 2 === 0 ? order : [...order].reverse();
+        for (const k of thisRound) runs[k].push(await timings[k]());
       }
-      rows.push(row);
+      const ratios = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] as number));
+      const fmt = (xs: number[]) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.round(Math.min(...xs)).toLocaleString('en-US')}–${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
+      const syncRatios = ratios(runs.oursSync, runs.ldSync);
+      const awaitedRatios = ratios(runs.oursAwaited, runs.ldAwaited);
+      console.log(`${name}:`);
+      console.log(`  sync     simlab evaluate() ${fmt(runs.oursSync)} evals/s  LD Evaluator.evaluateCb ${fmt(runs.ldSync)} evals/s  ratio ${median(syncRatios).toFixed(2)}`);
+      console.log(`  awaited  simlab (async)    ${fmt(runs.oursAwaited)} evals/s  LD variationDetail     ${fmt(runs.ldAwaited)} evals/s  ratio ${median(awaitedRatios).toFixed(2)}`);
+      const common = `${contextsCount} distinct contexts (the same on both sides, both evaluators checked to agree on every one), ${rounds} rounds of ${secondsPerCase} s per path in alternating order, events off, LaunchDarkly fed offline by TestData`;
+      recordResult({
+        benchmark: 'flags-eval',
+        measure: `${name}, synchronous`,
+        subject: 'simlab evaluate() (sync)',
+        baseline: "LaunchDarkly's internal Evaluator.evaluateCb (sync, in-memory store)",
+        unit: 'evals/s',
+        runs: runs.oursSync,
+        baselineRuns: runs.ldSync,
+        ratio: median(syncRatios),
+        ratioRuns: syncRatios,
+        method: `Evaluations per second in one thread, ${common}; simlab gets the flag object and a plain context, LaunchDarkly the flag item from its store (looked up once) and builds its Context from the plain context per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).`,
+      });
+      recordResult({
+        benchmark: 'flags-eval',
+        measure: `${name}, awaited`,
+        subject: 'simlab store lookup + evaluate() in an async function, awaited',
+        baseline: "LaunchDarkly's client.variationDetail(), awaited",
+        unit: 'evals/s',
+        runs: runs.oursAwaited,
+        baselineRuns: runs.ldAwaited,
+        ratio: median(awaitedRatios),
+        ratioRuns: awaitedRatios,
+        method: `Evaluations per second, one awaited call after another in one thread, ${common}; both sides look the flag up by key per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).`,
+      });
     }
-
-    const fmt = (n: number) => Math.round(n).toLocaleString('en-US').padStart(12);
-    console.log(`${'flag'.padEnd(46)}${'ours evals/s'.padStart(14)}${'ours awaited'.padStart(14)}${'LD SDK evals/s'.padStart(16)}${'ours/LD'.padStart(10)}${'awaited/LD'.padStart(12)}`);
-    for (const r of rows) {
-      console.log(
-        `${r.name.padEnd(46)}${fmt(r.ours)}  ${fmt(r.oursAwaited)}  ${fmt(r.ld)}    ${(r.ours / r.ld).toFixed(1).padStart(6)}x${(r.oursAwaited / r.ld).toFixed(1).padStart(10)}x`,
-      );
-    }
-    console.log(`\n(best of ${rounds} rounds of ${secondsPerCase}s, ${contextsCount} distinct contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`);
+    console.log(`\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`);
   } finally {
     client.close();
   }

@@ -1,88 +1,320 @@
 /**
- * End-to-end writes/s over HTTP with 64 concurrent connections (wrk, static body), for every
- * strategy, against a bare uWebSockets.js hello-world measured in the same run, and against
- * single-leader async (the strategies' baseline).
- * Targets: single_leader async 3 nodes >= 0.35 of hello-world with p99 < 10 ms (issue 9);
- * raft 3 nodes >= 0.5 of single-leader async (issue 2); leaderless N3 W2 R2 and multi-leader
- * (3 nodes) >= 0.5 of single-leader async (issue 3).
- * BENCH_SECONDS (default 8): seconds of measured writes (and of hello-world) per target;
- * BENCH_STRATEGIES: comma-separated name prefixes to run only some targets.
+ * End-to-end writes/s over HTTP (wrk, 64 connections) for every strategy, against a bare
+ * uWebSockets.js hello-world measured in the same run, alternating slice by slice; and, through
+ * that common baseline, against single-leader async (the strategies' baseline).
+ * Every request writes one of BENCH_KEYS (default 1000, at least 1000) rotating keys with a value of
+ * exactly BENCH_VALUE_BYTES (default 128) bytes; requests are pre-built in wrk's Lua init, so the
+ * rotation costs wrk no more per request than a static body. A target whose run has any non-2xx
+ * answer or socket error, or whose cluster is not the one asked for (config, or the written values
+ * not readable back from it), FAILS: it is reported as failed, not measured, and the script exits 1.
+ * Not timed: server start, cluster creation, raft's election, the warm-up slice, the read-back check.
+ * Targets (printed and recorded, not enforced): single_leader async 3 nodes >= 0.35 of hello-world
+ * with p99 < 10 ms (issue 9); raft 3 nodes >= 0.5 of single-leader async (issue 2); leaderless
+ * N3 W2 R2 and multi-leader (3 nodes) >= 0.5 of single-leader async (issue 3).
+ * Knobs: BENCH_SECONDS (default 10): measured seconds per side per target; BENCH_SLICE_SECONDS
+ * (default 2); BENCH_STRATEGIES: comma-separated name prefixes to run only some targets.
  */
-import { postJson, runWrk, startChild, staticPostLua, table, wrkAvailable } from './lib.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startChild, table, wrkAvailable } from './lib.js';
+import { median, recordResult } from './results.js';
 
-const seconds = Number(process.env['BENCH_SECONDS'] ?? 8);
 const connections = 64;
-const only = process.env['BENCH_STRATEGIES']?.split(',');
+const wrkThreads = 2;
+const keysMin = 1000;
+const keys = Number(process.env['BENCH_KEYS'] ?? 1000);
+const valueBytes = Number(process.env['BENCH_VALUE_BYTES'] ?? 128);
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
 // The machines are shared and their speed drifts within seconds, so hello-world and the writes are
-// measured in alternating 2-second slices (BENCH_SECONDS of each per target) and compared as sums:
-// a slow stretch of the machine then weighs on both sides of the ratio alike.
-const sliceSeconds = 2;
+// measured in alternating slices and compared slice by slice: a slow stretch weighs on both alike.
+const sliceSeconds = Number(process.env['BENCH_SLICE_SECONDS'] ?? 2);
 const rounds = Math.max(1, Math.round(seconds / sliceSeconds));
+const raftElectionWaitMsMax = 10_000;
+const only = process.env['BENCH_STRATEGIES']?.split(',');
 
+if (!Number.isInteger(keys) || keys < keysMin) {
+  console.error(`BENCH_KEYS must be an integer >= ${keysMin} (got ${process.env['BENCH_KEYS']})`);
+  process.exit(2);
+}
+if (!Number.isInteger(valueBytes) || valueBytes < 8) {
+  console.error(`BENCH_VALUE_BYTES must be an integer >= 8 (got ${process.env['BENCH_VALUE_BYTES']})`);
+  process.exit(2);
+}
 if (!wrkAvailable()) {
   console.error('wrk is not installed (make bench installs it with apt-get)');
   process.exit(2);
 }
 
-const configs: Array<{ name: string; body: Record<string, unknown> }> = [
+interface Config {
+  name: string;
+  body: { strategy: string; node_count: number; [k: string]: string | number };
+}
+const allConfigs: Config[] = [
   { name: 'single_leader async, 3 nodes', body: { strategy: 'single_leader', node_count: 3, replication_mode: 'async' } },
   { name: 'single_leader sync, 3 nodes', body: { strategy: 'single_leader', node_count: 3, replication_mode: 'sync' } },
   { name: 'raft, 3 nodes', body: { strategy: 'raft', node_count: 3 } },
   { name: 'raft, 5 nodes', body: { strategy: 'raft', node_count: 5 } },
   { name: 'leaderless N3 W2 R2', body: { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 } },
   { name: 'multi_leader, 3 nodes', body: { strategy: 'multi_leader', node_count: 3 } },
-].filter((c) => !only || only.some((o) => c.name.startsWith(o)));
+];
+const configs = allConfigs.filter((c) => !only || only.some((o) => c.name.startsWith(o)));
+
+/** Key i and its value: the value is exactly valueBytes ASCII bytes and depends on the key only. */
+const keyOf = (i: number): string => `k${String(i).padStart(5, '0')}`;
+const valueOf = (i: number): string => `v${i}-`.padEnd(valueBytes, 'x');
+
+/** wrk script: every request pre-built in init, rotated per request; each thread starts elsewhere. */
+function rotatingWriteLua(urlPath: string): string {
+  return `
+local reqs = {}
+local n = ${keys}
+local i = 0
+local threads = 0
+function setup(thread)
+  thread:set("offset", threads * math.floor(n / ${wrkThreads}))
+  threads = threads + 1
+end
+function init(args)
+  local headers = { ["Content-Type"] = "application/json" }
+  for k = 0, n - 1 do
+    local key = string.format("k%05d", k)
+    local prefix = "v" .. k .. "-"
+    local value = prefix .. string.rep("x", ${valueBytes} - #prefix)
+    reqs[k + 1] = wrk.format("POST", "${urlPath}", headers, '{"key":"' .. key .. '","value":"' .. value .. '"}')
+  end
+  i = tonumber(offset) or 0
+end
+function request()
+  i = i % n + 1
+  return reqs[i]
+end
+`;
+}
+
+interface Slice {
+  rps: number;
+  requests: number;
+  p50ms: number;
+  p99ms: number;
+  non2xx: number;
+  socketErrors: number;
+}
+
+function toMs(s: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(s);
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+}
+
+const luaDir = mkdtempSync(path.join(tmpdir(), 'bench-http-writes-'));
+process.on('exit', () => rmSync(luaDir, { recursive: true, force: true }));
+
+/** One wrk slice on a loopback URL; every counter wrk prints is kept, none is folded into another. */
+function wrk(url: string, secs: number, luaFile?: string): Slice {
+  if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error('benchmarks target loopback only');
+  const args = ['-t', String(wrkThreads), '-c', String(connections), '-d', `${secs}s`, '--latency', ...(luaFile ? ['-s', luaFile] : []), url];
+  const out = execFileSync('wrk', args, { encoding: 'utf8' });
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN),
+    p50ms: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99ms: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0),
+    socketErrors: sock ? Number(sock[1]) + Number(sock[2]) + Number(sock[3]) + Number(sock[4]) : 0,
+  };
+}
+
+/** Why a slice does not count (any non-2xx answer, any socket error, no rate), or undefined. */
+function sliceFault(s: Slice): string | undefined {
+  if (s.non2xx > 0) return `${s.non2xx} non-2xx answers of ${s.requests}`;
+  if (s.socketErrors > 0) return `${s.socketErrors} socket errors`;
+  if (!(s.rps > 0)) return 'wrk reported no request rate';
+  return undefined;
+}
+
+async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const r = await fetch(url, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+  const text = await r.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = text;
+  }
+  return { status: r.status, body: parsed };
+}
+
+/** Creates the cluster and checks it is the one asked for; an error string otherwise. */
+async function createCluster(base: string, cfg: Config): Promise<{ id: string } | { error: string }> {
+  const r = await call('POST', `${base}/api/v1/clusters`, cfg.body);
+  if (r.status !== 201 || typeof r.body?.id !== 'string') return { error: `cluster creation answered ${r.status} ${JSON.stringify(r.body)}` };
+  const got = r.body.config as Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(cfg.body)) {
+    if (got?.[k] !== v) return { error: `wrong cluster: asked ${k}=${String(v)}, got ${String(got?.[k])}` };
+  }
+  if (!Array.isArray(r.body.node_ids) || r.body.node_ids.length !== cfg.body.node_count) return { error: `wrong cluster: ${JSON.stringify(r.body.node_ids)} nodes` };
+  return { id: r.body.id as string };
+}
+
+/** Waits until one write is accepted (raft elects a leader first); an error string if it never is. */
+async function firstWrite(base: string, id: string): Promise<string | undefined> {
+  const deadline = performance.now() + raftElectionWaitMsMax;
+  let last = '';
+  while (performance.now() < deadline) {
+    const r = await call('POST', `${base}/api/v1/clusters/${id}/write`, { key: keyOf(0), value: valueOf(0) });
+    if (r.status === 200) return undefined;
+    last = `${r.status} ${JSON.stringify(r.body)}`;
+    // A refusal of the request itself (4xx) will not go away by waiting for a leader.
+    if (r.status >= 400 && r.status < 500) return `the first write was refused: ${last}`;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  return `no write accepted within ${raftElectionWaitMsMax} ms (last: ${last})`;
+}
+
+/** Reads keys back from the cluster written to: each must hold the value the script wrote. */
+async function readBack(base: string, id: string): Promise<string | undefined> {
+  for (const i of [0, 1, Math.floor(keys / 2), keys - 1]) {
+    // Replication to the node read from may lag the last writes a little: a few tries.
+    let last = '';
+    let found = false;
+    for (let attempt = 0; attempt < 20 && !found; attempt++) {
+      const r = await call('GET', `${base}/api/v1/clusters/${id}/read?key=${keyOf(i)}`);
+      // The read API answers values base64-encoded (they are bytes).
+      const v: unknown = r.body?.entry?.value;
+      found = r.status === 200 && typeof v === 'string' && Buffer.from(v, 'base64').toString('utf8') === valueOf(i);
+      last = `${r.status} ${JSON.stringify(r.body).slice(0, 120)}`;
+      if (!found) await new Promise((res) => setTimeout(res, 100));
+    }
+    if (!found) return `read-back of ${keyOf(i)} did not return the written value (last: ${last})`;
+  }
+  return undefined;
+}
+
+interface Outcome {
+  cfg: Config;
+  fault?: string;
+  hello: number[];
+  writes: Slice[];
+  ratios: number[];
+}
 
 const hello = await startChild('benchmarks/hello-uws.js', {}, 'HELLO_PORT');
 const helloUrl = `http://127.0.0.1:${hello.port}/`;
-runWrk(helloUrl, { connections, seconds: 2 });
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
-
-const rows: Array<Record<string, string | number>> = [];
-const helloAll: number[] = [];
-let slAsyncRatio = NaN;
+const helloWarm = wrk(helloUrl, sliceSeconds);
+const outcomes: Outcome[] = [];
 for (const cfg of configs) {
   // A fresh server per strategy so one's state (log, store) does not slow the next.
   const sim = await startChild('src/replication/main.js', {}, 'REPLSIM_PORT');
-  const url = `http://127.0.0.1:${sim.port}`;
-  const cl = await postJson(url, '/api/v1/clusters', cfg.body);
-  if (cfg.body['strategy'] === 'raft') await new Promise((r) => setTimeout(r, 1500));
-  const path = `/api/v1/clusters/${cl.id}/write`;
-  const lua = staticPostLua({ key: 'bench', value: 'a-value-of-some-thirty-two-bytes' });
-  runWrk(url + path, { connections, seconds: 2, lua });
-  const h: number[] = [];
-  const w: Array<ReturnType<typeof runWrk>> = [];
-  for (let i = 0; i < rounds; i++) {
-    h.push(runWrk(helloUrl, { connections, seconds: sliceSeconds }).rps);
-    w.push(runWrk(url + path, { connections, seconds: sliceSeconds, lua }));
+  const base = `http://127.0.0.1:${sim.port}`;
+  const o: Outcome = { cfg, hello: [], writes: [], ratios: [] };
+  outcomes.push(o);
+  try {
+    const created = await createCluster(base, cfg);
+    if ('error' in created) {
+      o.fault = created.error;
+      continue;
+    }
+    const urlPath = `/api/v1/clusters/${created.id}/write`;
+    o.fault = await firstWrite(base, created.id);
+    if (o.fault) continue;
+    const luaFile = path.join(luaDir, `${outcomes.length}.lua`);
+    writeFileSync(luaFile, rotatingWriteLua(urlPath));
+    const warm = wrk(base + urlPath, sliceSeconds, luaFile);
+    o.fault = sliceFault(warm) && `warm-up slice: ${sliceFault(warm)}`;
+    for (let i = 0; i < rounds && !o.fault; i++) {
+      const h = wrk(helloUrl, sliceSeconds);
+      const w = wrk(base + urlPath, sliceSeconds, luaFile);
+      o.fault = (sliceFault(h) && `hello-world slice ${i + 1}: ${sliceFault(h)}`) || (sliceFault(w) && `write slice ${i + 1}: ${sliceFault(w)}`);
+      o.hello.push(h.rps);
+      o.writes.push(w);
+      o.ratios.push(w.rps / h.rps);
+    }
+    o.fault ??= await readBack(base, created.id);
+  } finally {
+    await sim.stop();
   }
-  helloAll.push(...h);
-  const ratio = sum(w.map((x) => x.rps)) / sum(h);
-  if (cfg.name.startsWith('single_leader async')) slAsyncRatio = ratio;
-  rows.push({
-    target: `${cfg.name}: POST write`,
-    'req/s': Math.round(sum(w.map((x) => x.rps)) / rounds),
-    'p50 ms': median(w.map((x) => x.p50ms)),
-    'p99 ms (median of slices)': median(w.map((x) => x.p99ms)),
-    'p99 ms (worst slice)': Math.max(...w.map((x) => x.p99ms)),
-    'vs hello': ratio,
-    'vs SL async': ratio / slAsyncRatio,
-    'slices vs hello': w.map((x, i) => (x.rps / (h[i] as number)).toFixed(2)).join(' '),
-    errors: sum(w.map((x) => x.errors)),
-  });
-  await sim.stop();
 }
 await hello.stop();
-rows.unshift({
-  target: 'bare uWS hello-world (GET)', 'req/s': Math.round(sum(helloAll) / Math.max(1, helloAll.length)),
-  'p50 ms': '', 'p99 ms (median of slices)': '', 'p99 ms (worst slice)': '', 'vs hello': 1, 'vs SL async': '', 'slices vs hello': '', errors: 0,
-});
+
+const ok = outcomes.filter((o) => !o.fault);
+const slAsync = ok.find((o) => o.cfg.name.startsWith('single_leader async'));
+const slAsyncRatio = slAsync ? median(slAsync.ratios) : NaN;
+const range = (xs: number[]): string => (xs.length ? `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}` : '');
+const targetVsSl = new Set(['raft, 3 nodes', 'leaderless N3 W2 R2', 'multi_leader, 3 nodes']);
+const valueText = `${keys} rotating keys, ${valueBytes}-byte values (JSON body ${JSON.stringify({ key: keyOf(0), value: valueOf(0) }).length} bytes)`;
+const methodBase =
+  `wrk, ${wrkThreads} threads, ${connections} connections, POST /write with ${valueText}, pre-built in wrk's Lua init; ` +
+  `${rounds} rounds of alternating ${sliceSeconds}-s slices: bare uWS hello-world (GET, same machine, same run), then the writes; ` +
+  'ratio per round = write req/s / hello req/s; median and range over rounds. ' +
+  'Any non-2xx answer, socket error, wrong cluster config or unreadable written value fails the target. ' +
+  'Not timed: server start, cluster creation, election, one warm-up slice, the read-back check.';
+
+const rows: Array<Record<string, string | number>> = [{
+  target: 'bare uWS hello-world (GET)', 'req/s (median)': Math.round(median(ok.flatMap((o) => o.hello))), 'p50 ms': '', 'p99 ms (median)': '', 'p99 ms (worst)': '',
+  'vs hello (median)': 1, 'vs hello (range)': '', 'vs SL async': '', requests: '', result: 'baseline',
+}];
+for (const o of outcomes) {
+  if (o.fault) {
+    rows.push({ target: `${o.cfg.name}: POST write`, 'req/s (median)': '', 'p50 ms': '', 'p99 ms (median)': '', 'p99 ms (worst)': '', 'vs hello (median)': '', 'vs hello (range)': '', 'vs SL async': '', requests: '', result: `FAILED: ${o.fault}` });
+    continue;
+  }
+  const ratio = median(o.ratios);
+  const p99 = median(o.writes.map((w) => w.p99ms));
+  const vsSl = ratio / slAsyncRatio;
+  rows.push({
+    target: `${o.cfg.name}: POST write`,
+    'req/s (median)': Math.round(median(o.writes.map((w) => w.rps))),
+    'p50 ms': median(o.writes.map((w) => w.p50ms)),
+    'p99 ms (median)': p99,
+    'p99 ms (worst)': Math.max(...o.writes.map((w) => w.p99ms)),
+    'vs hello (median)': ratio,
+    'vs hello (range)': range(o.ratios),
+    'vs SL async': o === slAsync ? 1 : vsSl,
+    requests: o.writes.reduce((a, w) => a + w.requests, 0),
+    result: 'all 2xx, read back',
+  });
+  const isSlAsync = o === slAsync;
+  const helloTarget = isSlAsync ? { op: '>=' as const, value: 0.35, met: ratio >= 0.35 && p99 < 10 } : undefined;
+  recordResult({
+    benchmark: 'http-writes',
+    measure: `${o.cfg.name}: HTTP writes vs hello-world`,
+    subject: `replication simulator, ${o.cfg.name}, POST /api/v1/clusters/:id/write`,
+    baseline: 'bare uWebSockets.js hello-world (GET), alternating slices in the same run',
+    unit: 'req/s',
+    runs: o.writes.map((w) => w.rps),
+    baselineRuns: o.hello,
+    ratio,
+    ratioRuns: o.ratios,
+    method: methodBase + ` p99 median ${p99.toFixed(2)} ms.` + (isSlAsync ? ' Target: >= 0.35 of hello-world with p99 < 10 ms.' : ''),
+    ...(helloTarget ? { target: helloTarget } : {}),
+  });
+  if (!isSlAsync && slAsync) {
+    recordResult({
+      benchmark: 'http-writes',
+      measure: `${o.cfg.name}: HTTP writes vs single_leader async`,
+      subject: `replication simulator, ${o.cfg.name}`,
+      baseline: 'single_leader async, 3 nodes, same run, both normalised by their alternating hello-world slices',
+      unit: 'req/s',
+      runs: o.writes.map((w) => w.rps),
+      baselineRuns: slAsync.writes.map((w) => w.rps),
+      ratio: vsSl,
+      ratioRuns: o.ratios.map((r) => r / slAsyncRatio),
+      method: methodBase + ' Each round\'s ratio to hello-world divided by the median ratio of single_leader async.',
+      ...(targetVsSl.has(o.cfg.name) ? { target: { op: '>=' as const, value: 0.5, met: vsSl >= 0.5 } } : {}),
+    });
+  }
+}
 console.log(table(rows));
-console.log(`\n${rounds} alternating ${sliceSeconds}-s slices of hello-world and writes per target; "vs hello" = sum of write rates / sum of hello rates`);
+console.log(`\n${valueText}; ${rounds} rounds of alternating ${sliceSeconds}-s slices (hello-world, then writes) per target;`);
+console.log('"vs hello" = write req/s / hello req/s per round (median, range); "vs SL async" = median vs hello / single_leader async\'s median vs hello');
+console.log(`hello-world warm-up slice: ${Math.round(helloWarm.rps)} req/s`);
 console.log('targets: SL async >= 0.35 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; leaderless N3W2R2 and multi_leader >= 0.5 x SL async');
+const failed = outcomes.filter((o) => o.fault);
+if (failed.length) {
+  console.error(`\n${failed.length} target(s) FAILED (not measured): ${failed.map((o) => `${o.cfg.name}: ${o.fault}`).join('; ')}`);
+  process.exit(1);
+}

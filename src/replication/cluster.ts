@@ -537,6 +537,7 @@ export class Cluster {
     this.nodes.delete(nodeId);
     this.fabric.removeNode(nodeId);
     delete this.regions[nodeId];
+    this.durableStores.get(nodeId)?.clear();
     this.durableStores.delete(nodeId);
     this.unresponsive.delete(nodeId);
     this.lastStatus.delete(nodeId);
@@ -736,6 +737,8 @@ export class Cluster {
     this.driver.close();
     await Promise.all([...this.nodes.values()].map((n) => n.terminate()));
     this.nodes.clear();
+    for (const d of this.durableStores.values()) d.clear();
+    this.durableStores.clear();
   }
 }
 

@@ -1,12 +1,13 @@
 import t from 'tap';
 import { openPostgresStore } from '../../src/flags/store/postgres.js';
 import { runStoreConformance } from './store-conformance.js';
-import { pgServer } from './fixtures/pg-harness.js';
+import { pgServer, pgSkipReason, reportPgSkip } from './fixtures/pg-harness.js';
 import { boolFlag, openStream, startHarness } from './fixtures/helpers.js';
 
 const server = await pgServer(t);
+const skipReason = pgSkipReason();
 if (!server) {
-  t.comment('FLAGS_SKIP_PG_TESTS=1: PostgreSQL tests skipped');
+  reportPgSkip(t, 'PostgreSQL store conformance and multi-instance tests', skipReason ?? 'no PostgreSQL server');
 } else {
   runStoreConformance(t, {
     async open(limits) {

@@ -51,6 +51,7 @@ import { aeAnswer, aePlan, aeRoot } from '../dynamo/anti-entropy.js';
 import { PhiAccrualDetector, defaultPhiOptions } from '../dynamo/phi.js';
 import { ringFor, type HashRing } from '../dynamo/ring.js';
 import { clockSum, incrementClock } from '../dynamo/vclock.js';
+import { versionOfTuple, versionTuple, type VersionTuple } from './durable-version.js';
 import {
   isNumberArray,
   isObject,
@@ -263,11 +264,11 @@ type ApplyCause = 'write' | 'apply' | 'repair' | 'handoff' | 'transfer' | 'anti_
 
 // ---------------------------------------------------------------- durable records
 
-/** Store set / delete, hint set / delete, or a checkpoint of both. */
+/** Store set / delete, hint set / delete, or a checkpoint of both (versions as flat tuples). */
 type LlRecord =
-  | ['s', Version]
+  | ['s', VersionTuple]
   | ['d', string]
-  | ['h', NodeId, Version]
+  | ['h', NodeId, VersionTuple]
   | ['x', NodeId, string]
   | ['c', Version[], Array<[NodeId, Version[]]>];
 
@@ -293,9 +294,11 @@ export const leaderlessDurableFold: DurableFold = {
     }
     const st: LlPersisted = isLlPersisted(state) ? state : { store: new Map(), hints: new Map() };
     switch (record[0]) {
-      case 's':
-        st.store.set(record[1].key, record[1]);
+      case 's': {
+        const v = versionOfTuple(record[1]);
+        st.store.set(v.key, v);
         break;
+      }
       case 'd':
         st.store.delete(record[1]);
         break;
@@ -305,7 +308,8 @@ export const leaderlessDurableFold: DurableFold = {
           held = new Map();
           st.hints.set(record[1], held);
         }
-        held.set(record[2].key, record[2]);
+        const v = versionOfTuple(record[2]);
+        held.set(v.key, v);
         break;
       }
       case 'x': {
@@ -451,7 +455,7 @@ class LeaderlessCore implements NodeCore {
     const cur = this.store.get(v.key);
     this.storedBytes += versionBytes(v) - (cur ? versionBytes(cur) : 0);
     this.store.set(v.key, v);
-    this.durable(['s', v], versionBytes(v));
+    this.durable(['s', versionTuple(v)], versionBytes(v));
   }
 
   private storeDelete(key: string): void {
@@ -1194,7 +1198,7 @@ class LeaderlessCore implements NodeCore {
     if (!cur) this.hintCount++;
     held.set(v.key, v);
     this.storedBytes += versionBytes(v) - (cur ? versionBytes(cur) : 0);
-    this.durable(['h', owner, v], versionBytes(v));
+    this.durable(['h', owner, versionTuple(v)], versionBytes(v));
     this.stats.hints_stored++;
     this.appendLog('hint', v, from, owner);
     return true;

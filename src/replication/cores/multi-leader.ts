@@ -51,6 +51,7 @@ import { unreachable } from '../../util/assert.js';
 import { aeAnswer, aePlan, aeRoot, type AeRoot } from '../dynamo/anti-entropy.js';
 import { applyCrdtOp, encodeCrdt, mergeCrdt, parseCrdt, type CrdtState } from '../dynamo/crdt.js';
 import { hashText } from '../dynamo/merkle.js';
+import { versionOfTuple, versionTuple, type VersionTuple } from './durable-version.js';
 import { clockKey, clockSum, compareClocks, descends, incrementClock, mergeClocks, type VClock } from '../dynamo/vclock.js';
 import {
   isNumberArray,
@@ -137,8 +138,11 @@ interface LogEntry {
 
 // ---------------------------------------------------------------- durable records
 
-/** A key's whole state (`p`: the parked remote or null), or a checkpoint of every key. */
-type MlRecord = ['k', string, Version[], Version | null] | ['c', Array<[string, Version[], Version | null]>];
+/**
+ * A key's whole state (its parked remote or null, then its versions, as flat tuples), or a
+ * checkpoint of every key.
+ */
+type MlRecord = ['k', string, VersionTuple | null, ...VersionTuple[]] | ['c', Array<[string, Version[], Version | null]>];
 
 function isMlRecord(r: unknown): r is MlRecord {
   return Array.isArray(r) && (r[0] === 'k' || r[0] === 'c');
@@ -152,7 +156,8 @@ export const multiLeaderDurableFold: DurableFold = {
     if (!isMlRecord(record)) return state;
     if (record[0] === 'c') return new Map(record[1].map(([key, versions, parked]) => [key, { versions, parked }]));
     const st: MlPersisted = state instanceof Map ? (state as MlPersisted) : new Map();
-    st.set(record[1], { versions: record[2], parked: record[3] });
+    const [, key, parked, ...versions] = record;
+    st.set(key, { versions: versions.map(versionOfTuple), parked: parked === null ? null : versionOfTuple(parked) });
     return st;
   },
   isCheckpoint: (record) => isMlRecord(record) && record[0] === 'c',
@@ -566,7 +571,9 @@ class MultiLeaderCore implements NodeCore {
     this.keys.set(key, ks);
     this.digests.delete(key);
     this.stats.applied++;
-    (this.out.durable as unknown[]).push(['k', key, ks.versions, ks.parked] satisfies MlRecord);
+    const r: MlRecord = ['k', key, ks.parked === null ? null : versionTuple(ks.parked)];
+    for (const v of ks.versions) r.push(versionTuple(v));
+    (this.out.durable as unknown[]).push(r);
     this.durableSinceCheckpoint += bytes;
   }
 

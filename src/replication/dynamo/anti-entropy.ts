@@ -35,22 +35,38 @@ export function aeRoot(mine: Digests): AeRoot {
   return { root: merkleRoot(leaves), leaves };
 }
 
-/** The responder's answer: null when the roots match (nothing to do). */
+/**
+ * The responder's answer: null when the roots match (nothing to do). Whole buckets are listed, in
+ * bucket order, while they fit in `max` pairs, and `buckets` names only those: an exchange then
+ * settles every bucket it lists, so the next round lists others. (Listing the first `max` keys in
+ * key order instead took a little of every bucket, left them all differing, and listed the same
+ * keys again each round: replicas more than `max` keys apart never converged.) A first bucket
+ * larger than `max` is cut at `max` keys (`truncated`), and the next round continues it.
+ */
 export function aeAnswer(mine: Digests, theirs: AeRoot, max: number): AeKeys | null {
   const leaves = merkleLeaves(mine.entries());
   if (merkleRoot(leaves) === theirs.root) return null;
-  const buckets = differingBuckets(leaves, theirs.leaves);
-  if (buckets.length === 0) return null;
-  const wanted = new Set(buckets);
+  const differing = differingBuckets(leaves, theirs.leaves);
+  if (differing.length === 0) return null;
+  const byBucket = new Map<number, Array<[string, string]>>();
+  for (const b of differing) byBucket.set(b, []);
+  for (const [key, digest] of mine.entries()) byBucket.get(bucketOf(key, merkleBuckets))?.push([key, digest]);
+  const buckets: number[] = [];
   const entries: Array<[string, string]> = [];
   let truncated = false;
-  for (const [key, digest] of [...mine.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-    if (!wanted.has(bucketOf(key, merkleBuckets))) continue;
-    if (entries.length >= max) {
-      truncated = true;
-      break;
+  for (const b of [...differing].sort((x, y) => x - y)) {
+    const inBucket = (byBucket.get(b) as Array<[string, string]>).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+    if (entries.length + inBucket.length <= max) {
+      buckets.push(b);
+      entries.push(...inBucket);
+      continue;
     }
-    entries.push([key, digest]);
+    if (buckets.length === 0) {
+      buckets.push(b);
+      entries.push(...inBucket.slice(0, max));
+      truncated = true;
+    }
+    break;
   }
   return { buckets, entries, truncated };
 }
