@@ -168,8 +168,8 @@ async function firstWrite(base: string, id: string): Promise<string | undefined>
     const r = await call('POST', `${base}/api/v1/clusters/${id}/write`, { key: keyOf(0), value: valueOf(0) });
     if (r.status === 200) return undefined;
     last = `${r.status} ${JSON.stringify(r.body)}`;
-    // A refusal of the request itself (4xx) will not go away by waiting for a leader.
-    if (r.status >= 400 && r.status < 500) return `the first write was refused: ${last}`;
+    // A refusal of the request itself (4xx but 409, "not the leader yet") will not go away by waiting.
+    if (r.status >= 400 && r.status < 500 && r.status !== 409) return `the first write was refused: ${last}`;
     await new Promise((res) => setTimeout(res, 100));
   }
   return `no write accepted within ${raftElectionWaitMsMax} ms (last: ${last})`;

@@ -605,7 +605,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     return { status: 200, body: { status: 'faults cleared' } };
   });
 
-  registerCheckerRoutes({ app, clusters, publish });
+  registerCheckerRoutes({ app, clusters, publish, checkNodeRoom });
   registerDemoRoutes(app);
   let boundPort = 0;
   registerScenarioRoutes({ app, clusters, publish, createCluster: provision, selfBase: () => `http://127.0.0.1:${boundPort}` });

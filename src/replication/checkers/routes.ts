@@ -25,7 +25,7 @@ import Type, { type Static } from 'typebox';
 import type { HttpApp, HttpRequest } from '../../http/index.js';
 import { HttpError } from '../../http/index.js';
 import { checkInPool } from '../../checkers/lincheck/pool.js';
-import { toKVEntry, type Cluster } from '../cluster.js';
+import { NodeControlError, toKVEntry, type Cluster } from '../cluster.js';
 import type { ControlCommand, ControlResult, NodeId } from '../core.js';
 import { compareReplicas, merkleRound, type Comparison, type DivergedKey, type Placement, type ReplicaStore } from './convergence.js';
 import { linearizabilityReport, toLincheckHistory, type LinearizabilityReport } from './linearizability.js';
@@ -36,6 +36,8 @@ export interface CheckerContext {
   clusters: Map<string, Cluster>;
   /** Publishes an event on /ws for a cluster. */
   publish: (clusterId: string, e: { type: string; node_id?: string; data?: Record<string, unknown> }) => void;
+  /** Throws the 409 naming REPLSIM_MAX_NODES when `more` live nodes would pass it (the server's check). */
+  checkNodeRoom?: (more: number) => void;
 }
 
 /** Limits of the checker routes, with their units (STYLE.md). */
@@ -172,11 +174,14 @@ function describeDiverged(d: DivergedKey): string {
   return `${JSON.stringify(d.key)} (${parts.join(', ')})`;
 }
 
-/** Sends one control to every node that is not offline; the nodes that refused or stayed silent. */
+/**
+ * Sends one control to every node with a running worker; the nodes that refused or stayed silent.
+ * Crashed nodes are skipped: a restart builds the node from the cluster's current config.
+ */
 async function controlAll(c: Cluster, cmd: ControlCommand, only: 'online' | 'live' = 'live'): Promise<string[]> {
   const failed: string[] = [];
   await Promise.all([...c.nodes.values()].map(async (n) => {
-    if (n.state === 'offline' || (only === 'online' && n.state !== 'online')) return;
+    if (n.state === 'offline' || n.state === 'crashed' || (only === 'online' && n.state !== 'online')) return;
     const r: ControlResult | undefined = await within(n.remote.control(cmd), checkerLimits.nodeCallTimeoutMs);
     if (!r?.ok) failed.push(`${n.id}: ${r?.error ?? 'no answer'}`);
   }));
@@ -189,7 +194,9 @@ async function setQuorum(c: Cluster, q: Quorum): Promise<void> {
   c.config.quorum_w = q[1];
   c.config.quorum_r = q[2];
   const failed = await controlAll(c, { kind: 'custom', name: 'set_quorum', args: { n: q[0], w: q[1], r: q[2] } });
-  if (failed.length > 0) throw new HttpError(500, `set_quorum N=${q[0]} W=${q[1]} R=${q[2]} failed on ${failed.join('; ')}`);
+  // A node that refused or stayed silent (stalled, overloaded) is a state of the simulation, not a
+  // bug of the service: 409, and the change can be retried.
+  if (failed.length > 0) throw new HttpError(409, `set_quorum N=${q[0]} W=${q[1]} R=${q[2]} was not confirmed by ${failed.join('; ')}; retry once every node answers`);
 }
 
 const showQuorum = (q: Quorum): string => `N=${q[0]} W=${q[1]} R=${q[2]}`;
@@ -334,6 +341,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       throw new HttpError(400, `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} (use POST /api/v1/clusters/${c.id}/nodes)`);
     }
     if (c.nodes.size >= checkerLimits.nodesMax) throw new HttpError(409, `a cluster has at most ${checkerLimits.nodesMax} nodes`);
+    ctx.checkNodeRoom?.(1);
     return exclusive(c, 'add-node', async () => {
       const started = performance.now();
       const old: Quorum = [c.config.quorum_n, c.config.quorum_w, c.config.quorum_r];
@@ -353,7 +361,9 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       c.config.quorum_w = plan.joint[1];
       c.config.quorum_r = plan.joint[2];
       const added = await c.addNode().catch((err: unknown) => {
-        throw new HttpError(500, `adding the node failed: ${(err as Error).message}`);
+        // A refusal with a status (a node limit, a crashed peer) keeps it; anything else is a bug.
+        const status = err instanceof NodeControlError ? err.status : 500;
+        throw new HttpError(status, `adding the node failed: ${(err as Error).message}`);
       });
       publish(c.id, { type: 'node_state_changed', node_id: added.id, data: { state: 'online', reason: 'added', reconfigure: true } });
       await setQuorum(c, plan.joint);
