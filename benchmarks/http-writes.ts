@@ -16,6 +16,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startChild, table, wrkAvailable } from './lib.js';
@@ -136,28 +137,52 @@ function sliceFault(s: Slice): string | undefined {
   return undefined;
 }
 
-async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(url, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
-  const text = await r.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  return { status: r.status, body: parsed };
+/**
+ * One JSON request on a fresh connection (no keep-alive: the server closes idle connections during
+ * the long wrk slices, and a pooled client would then write into a socket the server has closed).
+ */
+/** The fields of the simulator's answers this script reads; each is checked where it is used. */
+interface Answer {
+  id?: unknown;
+  config?: Record<string, unknown>;
+  node_ids?: unknown;
+  entry?: { value?: unknown };
+}
+
+function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: Answer | undefined }> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, agent: false, headers: payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: Answer | undefined;
+        try {
+          const v: unknown = JSON.parse(text);
+          parsed = typeof v === 'object' && v !== null ? (v as Answer) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 /** Creates the cluster and checks it is the one asked for; an error string otherwise. */
 async function createCluster(base: string, cfg: Config): Promise<{ id: string } | { error: string }> {
   const r = await call('POST', `${base}/api/v1/clusters`, cfg.body);
   if (r.status !== 201 || typeof r.body?.id !== 'string') return { error: `cluster creation answered ${r.status} ${JSON.stringify(r.body)}` };
-  const got = r.body.config as Record<string, unknown> | undefined;
+  const got = r.body.config;
   for (const [k, v] of Object.entries(cfg.body)) {
     if (got?.[k] !== v) return { error: `wrong cluster: asked ${k}=${String(v)}, got ${String(got?.[k])}` };
   }
   if (!Array.isArray(r.body.node_ids) || r.body.node_ids.length !== cfg.body.node_count) return { error: `wrong cluster: ${JSON.stringify(r.body.node_ids)} nodes` };
-  return { id: r.body.id as string };
+  return { id: r.body.id };
 }
 
 /** Waits until one write is accepted (raft elects a leader first); an error string if it never is. */
@@ -234,6 +259,10 @@ for (const cfg of configs) {
       o.ratios.push(w.rps / h.rps);
     }
     o.fault ??= await readBack(base, created.id);
+  } catch (err) {
+    // A request that got no answer at all (the server closed or died): the target fails, the rest run.
+    const exit = sim.proc.exitCode !== null || sim.proc.signalCode !== null ? ` (server exited: code ${sim.proc.exitCode}, signal ${sim.proc.signalCode})` : '';
+    o.fault = `request failed: ${(err as Error).message}${(err as { cause?: Error }).cause ? `: ${(err as { cause: Error }).cause.message}` : ''}${exit}`;
   } finally {
     await sim.stop();
   }
@@ -273,7 +302,7 @@ for (const o of outcomes) {
     'p99 ms (worst)': Math.max(...o.writes.map((w) => w.p99ms)),
     'vs hello (median)': ratio,
     'vs hello (range)': range(o.ratios),
-    'vs SL async': o === slAsync ? 1 : vsSl,
+    'vs SL async': o === slAsync ? 1 : slAsync ? vsSl : '(not run)',
     requests: o.writes.reduce((a, w) => a + w.requests, 0),
     result: 'all 2xx, read back',
   });

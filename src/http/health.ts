@@ -8,7 +8,7 @@
  */
 import type { Registry } from 'prom-client';
 import type { HttpApp } from './app.js';
-import { Counter } from '../util/metrics.js';
+import { Counter, mirroredCounter } from '../util/metrics.js';
 import { processFaultCounts } from '../util/process-safety.js';
 
 export function healthRoutes(app: HttpApp, registry: Registry, ready: () => boolean | { ready: boolean; detail?: unknown } = () => true): void {
@@ -60,20 +60,7 @@ export function faultMetrics(app: HttpApp, registry: Registry): void {
       }
     },
   });
-  mirrored(registry, 'process_unhandled_rejections_total', 'Promise rejections no code handled (logged at error; the process keeps running)', () => processFaultCounts().unhandledRejections);
-  mirrored(registry, 'process_uncaught_exceptions_total', 'Exceptions no code caught (logged at error; the process keeps running)', () => processFaultCounts().uncaughtExceptions);
+  mirroredCounter(registry, 'process_unhandled_rejections_total', 'Promise rejections no code handled (logged at error; the process keeps running)', () => processFaultCounts().unhandledRejections);
+  mirroredCounter(registry, 'process_uncaught_exceptions_total', 'Exceptions no code caught (logged at error; the process keeps running)', () => processFaultCounts().uncaughtExceptions);
 }
 
-function mirrored(registry: Registry, name: string, help: string, read: () => number): void {
-  let seen = 0;
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      const now = read();
-      if (now > seen) this.inc(now - seen);
-      seen = now;
-    },
-  });
-}

@@ -85,6 +85,23 @@ export function toKVEntry(v: Version): KVEntry {
   };
 }
 
+/**
+ * Asks the raft leader for one membership change and waits for its answer. Right after an election
+ * the leader refuses changes until it commits an entry of its term ("retry shortly"): retried up to
+ * 10 times, 100 ms apart.
+ */
+async function proposeMembershipChange(
+  leader: NodeHandle,
+  cmd: { kind: 'add_server' | 'remove_server'; node_id: NodeId },
+): Promise<ClientReply> {
+  let r = await leader.controlAwait(cmd);
+  for (let i = 0; i < 10 && !r.ok && /retry shortly/.test(r.error); i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    r = await leader.controlAwait(cmd);
+  }
+  return r;
+}
+
 export class Cluster {
   readonly id = randomUUID();
   readonly created = new Date().toISOString();
@@ -470,12 +487,7 @@ export class Cluster {
     this.raftJoining.add(id);
     const handle = this.spawn(id, peers);
     await handle.ready();
-    let r = await leader.controlAwait({ kind: 'add_server', node_id: id });
-    // Right after an election the leader refuses changes until it commits an entry of its term.
-    for (let i = 0; i < 10 && !r.ok && /retry shortly/.test(r.error); i++) {
-      await new Promise((res) => setTimeout(res, 100));
-      r = await leader.controlAwait({ kind: 'add_server', node_id: id });
-    }
+    const r = await proposeMembershipChange(leader, { kind: 'add_server', node_id: id });
     if (r.ok) {
       this.onRaftChangeAnswered(r);
       return handle;
@@ -506,12 +518,7 @@ export class Cluster {
     const leader = await this.raftLeader();
     if (!this.nodes.has(nodeId)) return; // a committed configuration seen meanwhile removed it
     if (!leader) throw new NodeControlError(409, 'no leader elected yet; a raft membership change needs a leader');
-    let r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
-    // Right after an election the leader refuses changes until it commits an entry of its term.
-    for (let i = 0; i < 10 && !r.ok && /retry shortly/.test(r.error); i++) {
-      await new Promise((res) => setTimeout(res, 100));
-      r = await leader.controlAwait({ kind: 'remove_server', node_id: nodeId });
-    }
+    const r = await proposeMembershipChange(leader, { kind: 'remove_server', node_id: nodeId });
     if (r.ok) {
       this.onRaftChangeAnswered(r);
       return;

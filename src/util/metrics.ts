@@ -50,3 +50,21 @@ export function collectProcessMetrics(registry: PromClient.Registry, prefix = ''
   const system = new Counter({ name: `${prefix}process_cpu_system_seconds_total`, help: 'Total system CPU time spent in seconds.', registers: [registry] });
   const total = new Counter({ name: `${prefix}process_cpu_seconds_total`, help: 'Total user and system CPU time spent in seconds.', registers: [registry] });
 }
+
+/**
+ * A counter mirroring a monotonically growing number owned elsewhere (a hub's or a store's own
+ * tally): each scrape adds what the number grew by since the last one.
+ */
+export function mirroredCounter(registry: PromClient.Registry, name: string, help: string, read: () => number): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > seen) this.inc(now - seen);
+      seen = now;
+    },
+  });
+}

@@ -3,7 +3,7 @@
  * Hot-path counts (evaluations by reason, SSE events) are kept in plain objects by their owners and
  * copied into the registry when it is scraped, so serving an evaluation never touches prom-client.
  */
-import { Counter, Gauge, Registry, collectProcessMetrics } from '../../util/metrics.js';
+import { Counter, Gauge, Registry, collectProcessMetrics, mirroredCounter } from '../../util/metrics.js';
 import type { AuthService } from '../auth/service.js';
 import type { StreamHub } from '../stream/hub.js';
 import type { Replica } from '../stream/replica.js';
@@ -21,20 +21,6 @@ export interface FlagsMetrics {
   logins: Counter<'outcome'>;
 }
 
-/** A counter mirroring a monotonically growing number owned elsewhere. */
-function mirroredCounter(registry: Registry, name: string, help: string, read: () => number): void {
-  let seen = 0;
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      const now = read();
-      if (now > seen) this.inc(now - seen);
-      seen = now;
-    },
-  });
-}
 
 function mirroredLabelledCounter(registry: Registry, name: string, help: string, label: string, read: () => Map<string, number>): void {
   const seen = new Map<string, number>();

@@ -25,7 +25,7 @@ import Type, { type Static } from 'typebox';
 import type { HttpApp, HttpRequest } from '../../http/index.js';
 import { HttpError } from '../../http/index.js';
 import { checkInPool } from '../../checkers/lincheck/pool.js';
-import { NodeControlError, toKVEntry, type Cluster } from '../cluster.js';
+import { NodeControlError, toKVEntry, withinMs, type Cluster } from '../cluster.js';
 import type { ControlCommand, ControlResult, NodeId } from '../core.js';
 import { compareReplicas, merkleRound, type Comparison, type DivergedKey, type Placement, type ReplicaStore } from './convergence.js';
 import { linearizabilityReport, toLincheckHistory, type LinearizabilityReport } from './linearizability.js';
@@ -82,18 +82,6 @@ export interface ConvergenceReport {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Resolves to undefined when `p` has not settled within `ms` (or rejected). */
-async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([p.catch(() => undefined), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function intParam(req: HttpRequest<unknown>, name: string, dflt: number, min: number, max: number): number {
   const raw = req.query.get(name);
@@ -123,7 +111,7 @@ async function snapshot(c: Cluster): Promise<Snapshot> {
       skipped.push(`${n.id} (${n.state})`);
       return undefined;
     }
-    const store = await within(n.remote.store(), checkerLimits.nodeCallTimeoutMs);
+    const store = await withinMs(n.remote.store(), checkerLimits.nodeCallTimeoutMs);
     if (store === undefined) {
       skipped.push(`${n.id} (no answer within ${checkerLimits.nodeCallTimeoutMs} ms)`);
       return undefined;
@@ -182,7 +170,7 @@ async function controlAll(c: Cluster, cmd: ControlCommand, only: 'online' | 'liv
   const failed: string[] = [];
   await Promise.all([...c.nodes.values()].map(async (n) => {
     if (n.state === 'offline' || n.state === 'crashed' || (only === 'online' && n.state !== 'online')) return;
-    const r: ControlResult | undefined = await within(n.remote.control(cmd), checkerLimits.nodeCallTimeoutMs);
+    const r: ControlResult | undefined = await withinMs(n.remote.control(cmd), checkerLimits.nodeCallTimeoutMs);
     if (!r?.ok) failed.push(`${n.id}: ${r?.error ?? 'no answer'}`);
   }));
   c.kick();
@@ -382,7 +370,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
         await sleep(checkerLimits.pollMs * 2);
         stillThere(c);
-        const statuses = await within(c.statuses(), checkerLimits.nodeCallTimeoutMs);
+        const statuses = await withinMs(c.statuses(), checkerLimits.nodeCallTimeoutMs);
         pending = 0;
         for (const s of statuses?.values() ?? []) {
           const p = s.extra?.['pending_transfers'];
@@ -391,7 +379,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         cmp = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
         if ((cmp.converged && pending === 0) || performance.now() > streamDeadline) break;
       }
-      const newStore = (await within(added.remote.store(), checkerLimits.nodeCallTimeoutMs)) ?? {};
+      const newStore = (await withinMs(added.remote.store(), checkerLimits.nodeCallTimeoutMs)) ?? {};
       const reconciled = Object.keys(newStore).length;
       const streamedOk = cmp?.converged === true && pending === 0;
       phases.push(streamedOk
@@ -430,7 +418,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     const b = req.body as CorruptRequest;
     const args: Record<string, unknown> = { key: b.key, value: b.value };
     if (b.timestamp !== undefined) args['timestamp'] = b.timestamp;
-    const r = await within(node.remote.control({ kind: 'custom', name: 'corrupt', args }), checkerLimits.nodeCallTimeoutMs);
+    const r = await withinMs(node.remote.control({ kind: 'custom', name: 'corrupt', args }), checkerLimits.nodeCallTimeoutMs);
     if (!r) throw new HttpError(409, `node ${nodeId} did not answer`);
     if (!r.ok) throw new HttpError(r.status ?? 400, r.error ?? 'corrupt refused');
     const entry = (r.data as { entry?: Parameters<typeof toKVEntry>[0] } | undefined)?.entry;

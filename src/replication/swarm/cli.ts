@@ -161,13 +161,17 @@ function main(): void {
     console.log(`stats ${JSON.stringify(r.stats)}`);
     for (const v of r.violations) console.log(`violation ${v}`);
     console.log(r.ok ? 'PASS' : `FAIL (replay: ${replayCommand(seed)})`);
-    process.exit(r.ok ? 0 : 1);
+    // exitCode, not exit(): stdout to a pipe is asynchronous, and exit() cut verbose output
+    // (and the trace line) at about 64 KiB.
+    process.exitCode = r.ok ? 0 : 1;
+    return;
   }
 
   void runWindow(strategy as SwarmStrategy, seed, runs, jobs).then(
     (failures) => {
       if (failures.length) console.log(`failing seeds: ${failures.slice(0, 50).join(' ')}`);
-      process.exit(failures.length ? 1 : 0);
+      // Let stdout drain before exiting (the job threads would otherwise keep the process alive).
+      process.stdout.write('', () => process.exit(failures.length ? 1 : 0));
     },
     (err: unknown) => {
       console.error(err);
