@@ -6,7 +6,8 @@
  */
 import { invariant } from '../util/assert.js';
 import type { EmitFn, EventData, LabEventType } from './events.js';
-import type { Lab, Outcome } from './lab.js';
+import type { Lab } from './lab.js';
+import type { Outcome } from './outcome.js';
 import { scenarioSettleMsMax } from './limits.js';
 
 export interface Verdict {

@@ -12,7 +12,8 @@ import { SeededRng, liveRng } from '../util/rng.js';
 import { EventBus } from './bus.js';
 import { loadSettings, processIdRe, type ClockLabSettings } from './config.js';
 import type { EventData, LabEventType } from './events.js';
-import { Lab, type LabErrorCode, type Outcome } from './lab.js';
+import { Lab } from './lab.js';
+import type { LabErrorCode, Outcome } from './outcome.js';
 import {
   busBufferMax,
   busHistoryCharsMax,

@@ -146,7 +146,11 @@ function before<P>(a: Link<P>, b: Link<P>): boolean {
 }
 
 export class Fabric<P> {
-  onDrop?: (from: string, to: string, outcome: SubmitOutcome) => void;
+  /**
+   * Called for every drop, at submit or in flight, with the payload that was lost (the fabric never
+   * looks inside it; a listener that needs to know which message went can read it).
+   */
+  onDrop?: (from: string, to: string, outcome: SubmitOutcome, payload: P) => void;
 
   private readonly rng: Rng;
   private readonly linkQueueMax: number;
@@ -319,15 +323,15 @@ export class Fabric<P> {
       link = this.lastLink;
     } else {
       link = this.linkByName(from, to);
-      if (!link) return this.drop(from, to, 'dropped_unknown_node');
+      if (!link) return this.drop(from, to, 'dropped_unknown_node', payload);
       this.lastFrom = from;
       this.lastTo = to;
       this.lastLink = link;
     }
     // Order of checks: a partition costs no randomness, so adding one does not shift the drop stream.
-    if (link.blocked) return this.drop(from, to, 'dropped_partition');
-    if (link.dropRate > 0 && this.rng.chance(link.dropRate)) return this.drop(from, to, 'dropped_rate');
-    if (link.size >= this.linkQueueMax) return this.drop(from, to, 'dropped_full');
+    if (link.blocked) return this.drop(from, to, 'dropped_partition', payload);
+    if (link.dropRate > 0 && this.rng.chance(link.dropRate)) return this.drop(from, to, 'dropped_rate', payload);
+    if (link.size >= this.linkQueueMax) return this.drop(from, to, 'dropped_full', payload);
     // Per-link FIFO even when latency shrinks: never due before the message ahead of it.
     let at = now + link.latencyMs;
     if (at < link.lastDeliverAt) at = link.lastDeliverAt;
@@ -369,12 +373,12 @@ export class Fabric<P> {
         // A partition created while the message was in flight drops it on arrival.
         if (link.blocked) {
           this.droppedPartition++;
-          this.onDrop?.(fromId, dst.id, 'dropped_partition');
+          this.onDrop?.(fromId, dst.id, 'dropped_partition', payload);
           continue;
         }
         if (!dst.deliverable && dst.inbox.length >= this.inboxMax) {
           this.droppedFull++;
-          this.onDrop?.(fromId, dst.id, 'dropped_full');
+          this.onDrop?.(fromId, dst.id, 'dropped_full', payload);
           continue;
         }
         if (dst.inbox.length === 0) dst.inboxFirstAt = at;
@@ -414,7 +418,7 @@ export class Fabric<P> {
     };
   }
 
-  private drop(from: string, to: string, outcome: Exclude<SubmitOutcome, 'queued'>): SubmitOutcome {
+  private drop(from: string, to: string, outcome: Exclude<SubmitOutcome, 'queued'>, payload: P): SubmitOutcome {
     switch (outcome) {
       case 'dropped_full':
         this.droppedFull++;
@@ -431,7 +435,7 @@ export class Fabric<P> {
       default:
         return unreachable(outcome);
     }
-    this.onDrop?.(from, to, outcome);
+    this.onDrop?.(from, to, outcome, payload);
     return outcome;
   }
 

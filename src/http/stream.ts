@@ -21,7 +21,9 @@
  * deadline; `sysctl net.ipv4.tcp_wmem` bounds the server side.
  */
 import type uWS from 'uWebSockets.js';
-import { statusLine, type HttpRequest, type HttpResult, type InFlight, type StreamEntry } from './app.js';
+import { statusLine } from './respond.js';
+import type { InFlight } from './in-flight.js';
+import type { HttpRequest, HttpResult, StreamEntry } from './types.js';
 
 /** Bytes handed to uWS per write() call: the most uWS ever copies for one stalled client. */
 export const streamSliceBytes = 64 * 1024;

@@ -4,8 +4,13 @@
  * bound) and a fan-out hub that publishes one serialized message to every matching client. A hub
  * may cap its clients (admission is the service's upgrade decision) and tell a client, once its
  * queue has drained, how many messages were dropped for it. It knows nothing of event contents.
+ * `wireWebSocket` holds the uWS endpoint wiring (upgrade decision, open/message/pong/drain/close),
+ * so every uWS WebSocket call is in this file; app.ts only registers the endpoint.
  */
-import type uWS from 'uWebSockets.js';
+import uWS from 'uWebSockets.js';
+import { HttpError } from './errors.js';
+import { statusLine } from './respond.js';
+import type { FailureSink } from './types.js';
 
 export interface UpgradeInfo {
   path: string;
@@ -191,4 +196,132 @@ export class WsHub<D> {
     }
     return n;
   }
+}
+
+/** Default per-client send-queue cap in bytes (WsBehavior.maxQueueBytes); past it messages are dropped. */
+export const wsQueueBytesMaxDefault = 1024 * 1024;
+/** Default largest incoming message in bytes (WsBehavior.maxPayloadBytes); uWS closes the socket past it. */
+export const wsPayloadBytesMaxDefault = 64 * 1024;
+
+/**
+ * Registers a WebSocket endpoint on `uws`: runs the service's upgrade decision (sync or async; a
+ * throw or rejection is a 500, an HttpError its own status), then tracks each open client in
+ * `clients` and calls the service's callbacks. A callback that throws fails its own event (logged
+ * and counted on `sink`), never the process.
+ */
+export function wireWebSocket<D>(
+  uws: uWS.TemplatedApp,
+  pattern: string,
+  behavior: WsBehavior<D>,
+  clients: Set<WsClient<unknown>>,
+  sink: FailureSink,
+): void {
+  const maxQueueBytes = behavior.maxQueueBytes ?? wsQueueBytesMaxDefault;
+  const route = `WS ${pattern}`;
+  /** A service callback that throws fails its own WebSocket event (logged, counted), never the process. */
+  const guard = (what: string, fn: () => void): void => {
+    try {
+      fn();
+    } catch (err) {
+      sink.countHandlerError(route, 'threw');
+      sink.logger.error({ err, route }, `${sink.name}: WebSocket ${what} handler failed`);
+    }
+  };
+  const failed = (err: unknown): { reject: { status: number; error: string } } => {
+    if (err instanceof HttpError) return { reject: { status: err.status, error: err.message } };
+    sink.countHandlerError(route, 'threw');
+    sink.logger.error({ err, route }, `${sink.name}: WebSocket upgrade handler failed`);
+    return { reject: { status: 500, error: 'internal server error' } };
+  };
+  uws.ws<{ client?: WsClient<D>; data: D }>(pattern, {
+    compression: uWS.DISABLED,
+    maxPayloadLength: behavior.maxPayloadBytes ?? wsPayloadBytesMaxDefault,
+    idleTimeout: behavior.idleTimeoutSec ?? 0,
+    maxBackpressure: maxQueueBytes,
+    closeOnBackpressureLimit: 0,
+    sendPingsAutomatically: behavior.autoPing ?? false,
+    upgrade: (res, req, context) => {
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      const headers: Record<string, string> = {};
+      req.forEach((k, v) => {
+        headers[k] = v;
+      });
+      const info = {
+        path: req.getUrl(),
+        query: new URLSearchParams(req.getQuery() ?? ''),
+        headers,
+        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      };
+      const key = headers['sec-websocket-key'] ?? '';
+      const protocol = headers['sec-websocket-protocol'] ?? '';
+      const extensions = headers['sec-websocket-extensions'] ?? '';
+      const finish = (decision: { reject?: { status: number; error: string }; data?: D }): void => {
+        if (aborted) return;
+        try {
+          res.cork(() => {
+            if (decision.reject) {
+              res.writeStatus(statusLine(decision.reject.status)).writeHeader('content-type', 'application/json')
+                .end(JSON.stringify({ error: String(decision.reject.error) }));
+              return;
+            }
+            res.upgrade({ data: decision.data as D }, key, protocol, extensions, context);
+          });
+        } catch (err) {
+          // A decision that is not one (undefined, a bad status): this upgrade fails, nothing else.
+          failed(err);
+          aborted = true;
+          try {
+            res.close();
+          } catch {
+            // already answered or gone
+          }
+        }
+      };
+      if (!behavior.upgrade) {
+        finish({ data: undefined as D });
+        return;
+      }
+      try {
+        const d = behavior.upgrade(info);
+        if (d instanceof Promise) d.then(finish, (err: unknown) => finish(failed(err)));
+        else finish(d);
+      } catch (err) {
+        finish(failed(err));
+      }
+    },
+    open: (ws) => {
+      const ud = ws.getUserData();
+      const client = new WsClient<D>(ws as unknown as uWS.WebSocket<unknown>, ud.data, maxQueueBytes);
+      ud.client = client;
+      clients.add(client as WsClient<unknown>);
+      if (behavior.open) guard('open', () => behavior.open?.(client));
+    },
+    message: (ws, message, isBinary) => {
+      const client = ws.getUserData().client;
+      if (!client || !behavior.message) return;
+      const payload = isBinary ? Buffer.from(message.slice(0)) : Buffer.from(message).toString('utf8');
+      guard('message', () => behavior.message?.(client, payload, isBinary));
+    },
+    pong: (ws) => {
+      const client = ws.getUserData().client;
+      if (client) {
+        client.lastPongAt = Date.now();
+        if (behavior.pong) guard('pong', () => behavior.pong?.(client));
+      }
+    },
+    drain: (ws) => {
+      const client = ws.getUserData().client;
+      if (client && behavior.drain) guard('drain', () => behavior.drain?.(client));
+    },
+    close: (ws, code) => {
+      const client = ws.getUserData().client;
+      if (!client) return;
+      client.markClosed();
+      clients.delete(client as WsClient<unknown>);
+      if (behavior.close) guard('close', () => behavior.close?.(client, code));
+    },
+  });
 }

@@ -1,0 +1,111 @@
+/**
+ * The vocabulary of the HTTP adapter: the request a handler sees, the result it returns, route and
+ * app options, and the route table's entries. Types and the routed-method list only; no behaviour
+ * (app.ts dispatches, the other modules of src/http/ each do one step of it).
+ */
+import type { TSchema } from 'typebox';
+import type { Logger } from '../util/logger.js';
+import type { Method } from './router.js';
+import type { StreamHandler } from './stream.js';
+
+/** A request as handlers see it: everything copied out of uWS (whose request object dies after the first await). */
+export interface HttpRequest<B = unknown> {
+  method: Method;
+  path: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  body: B;
+  /** The raw body bytes (empty when none was sent). */
+  rawBody: Buffer;
+  remoteAddress: string;
+}
+
+export interface HttpResult {
+  status: number;
+  /** Serialized as JSON unless `raw` is given. Omitted for 204. */
+  body?: unknown;
+  /** A pre-serialized body (with its own content-type header). */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export type Handler<B> = (req: HttpRequest<B>) => HttpResult | Promise<HttpResult>;
+
+export interface RouteOptions {
+  /** TypeBox schema for a JSON body; a body that fails it is a 400 naming the field. */
+  body?: TSchema;
+  /** Accept an empty body (then `body` is undefined) even though a schema is given. */
+  bodyOptional?: boolean;
+  /** Read the body but do not parse it as JSON (proxies). */
+  rawBody?: boolean;
+  /**
+   * Runs before the body is parsed and validated (authentication): a result answers at once, so
+   * a request without a valid token gets 401, not a 400 about its body.
+   */
+  before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
+  /** Overrides the app's handlerDeadlineMs for this route (e.g. a long scenario run). */
+  deadlineMs?: number;
+}
+
+export interface RouteEntry {
+  kind: 'json';
+  /** `METHOD /pattern` as registered (logs and metric labels: bounded, unlike paths). */
+  route: string;
+  handler: Handler<unknown>;
+  check: ((v: unknown) => boolean) | undefined;
+  errors: ((v: unknown) => Iterable<unknown>) | undefined;
+  opts: RouteOptions;
+}
+
+export interface StreamEntry {
+  kind: 'stream';
+  route: string;
+  handler: StreamHandler;
+  maxBufferedBytes: number;
+}
+
+export type Entry = RouteEntry | StreamEntry;
+
+export interface CorsOptions {
+  /** Allowed origins; '*' allows any. */
+  origins: string[] | '*';
+}
+
+export interface HttpAppOptions {
+  name: string;
+  logger: Logger;
+  cors?: CorsOptions | false;
+  bodyLimitBytes?: number;
+  /** Runs before every route's own `before` hook and body parsing (e.g. service-wide auth). */
+  before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
+  /** Called after every request with its status (metrics). Keep it cheap. */
+  onResponse?: (method: string, status: number) => void;
+  /**
+   * Longest an async handler may take before the request is answered 503 `{error}` (counted as
+   * kind="timeout"; the handler's late result is dropped). Off when undefined.
+   */
+  handlerDeadlineMs?: number;
+}
+
+/**
+ * How a request failed inside the process (each a 500 for that request only): its handler (or a
+ * before hook, or a stream handler) threw or rejected, or its result could not be serialised or
+ * written (JSON.stringify's RangeError on deep values, TypeError on BigInt or cycles, a header
+ * value with CR/LF), or it missed the handler deadline (handlerDeadlineMs, a 503).
+ */
+export type HandlerErrorKind = 'threw' | 'unserializable' | 'timeout';
+
+/** Methods the adapter routes; uWS itself closes the connection on any method outside these plus TRACE and CONNECT. */
+export const routedMethods: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'];
+
+/** The CORS headers an answer carries; undefined when CORS is off or the origin is not allowed. */
+export type CorsHeaders = Record<string, string> | undefined;
+
+/** Where a failure inside the process is counted and logged (the app; http_handler_errors_total). */
+export interface FailureSink {
+  readonly name: string;
+  readonly logger: Logger;
+  countHandlerError(route: string, kind: HandlerErrorKind): void;
+}
