@@ -154,8 +154,18 @@ export function nodeMemoryMbFromEnv(env: Record<string, string | undefined> = pr
   return Number.isInteger(n) && n >= nodeMemoryMbMin && n <= nodeMemoryMbMax ? n : nodeMemoryMbDefault;
 }
 
-/** The worker heap limit (maxOldGenerationSizeMb) for a node with `budgetMb` of stored bytes. */
-export function workerHeapMb(budgetMb: number): number {
+/** Smallest and largest REPLSIM_NODE_HEAP_MB accepted; outside, the heap is sized from the budget. */
+export const workerHeapMbMin = 16;
+export const workerHeapMbMax = 16_384;
+
+/**
+ * The worker heap limit (maxOldGenerationSizeMb) for a node with `budgetMb` of stored bytes.
+ * REPLSIM_NODE_HEAP_MB overrides it: an operator's escape hatch, and how the tests make a node run
+ * out of heap for real (a heap smaller than its budget needs), to see an OOM handled as a crash.
+ */
+export function workerHeapMb(budgetMb: number, env: Record<string, string | undefined> = process.env): number {
+  const override = Number(env['REPLSIM_NODE_HEAP_MB']);
+  if (Number.isInteger(override) && override >= workerHeapMbMin && override <= workerHeapMbMax) return override;
   return Math.ceil(workerHeapPerBudget * budgetMb + workerHeapBaseMb);
 }
 
