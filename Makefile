@@ -37,12 +37,13 @@ bench-lincheck: build
 bench-table:
 	node scripts/bench-table.mjs
 
-# Replays one deterministic simulation run exactly: make sim SEED=42 [STRATEGY=raft]
+# Replays one deterministic simulation run exactly: make sim SEED=42 [STRATEGY=raft|single_leader|multi_leader|leaderless]
 SEED ?= 42
 STRATEGY ?= raft
 sim: build
 	node dist/src/replication/swarm/cli.js --seed $(SEED) --strategy $(STRATEGY) --verbose
 
+# Runs seeds 1..100000 of one strategy's swarm on 2 threads: make sim-long [STRATEGY=leaderless]
 sim-long: build
 	node dist/src/replication/swarm/cli.js --seed 1 --runs 100000 --jobs 2 --strategy $(STRATEGY)
 

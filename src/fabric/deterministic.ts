@@ -168,17 +168,17 @@ export class DetCluster {
 
   /**
    * Submits a client request to `nodeId` now and returns its request id. A paused or crashed node
-   * refuses at once (409 'paused', as the live mode does); an unknown node answers 404.
+   * refuses at once ('paused', as the live mode does); an unknown node answers 'not_found'.
    */
   client(nodeId: NodeId, op: ClientOp): number {
     const id = this.nextRequestId();
     this.line(`${this.clock} client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`);
     const e = this.nodes.get(nodeId);
     if (!e) {
-      this.record(nodeId, { id, ok: false, code: 'not_found', status: 404, error: `node ${nodeId} not found` });
+      this.record(nodeId, { id, ok: false, code: 'not_found', error: `node ${nodeId} not found` });
     } else if (!e.core || e.paused) {
       const why = e.core ? 'paused' : 'down';
-      this.record(nodeId, { id, ok: false, code: 'paused', status: 409, error: `node ${nodeId} is ${why}` });
+      this.record(nodeId, { id, ok: false, code: 'paused', error: `node ${nodeId} is ${why}` });
     } else {
       e.core.onClient({ id, op }, this.clock);
       this.flush(e);
@@ -193,8 +193,8 @@ export class DetCluster {
   control(id: NodeId, cmd: ControlCommand): ControlResult {
     const e = this.nodes.get(id);
     this.line(`${this.clock} control ${id} ${cmd.kind}`);
-    if (!e) return { ok: false, status: 404, error: `node ${id} not found` };
-    if (!e.core) return { ok: false, status: 409, error: `node ${id} is down` };
+    if (!e) return { ok: false, code: 'not_found', error: `node ${id} not found` };
+    if (!e.core) return { ok: false, code: 'node_crashed', error: `node ${id} is down` };
     const result = e.core.control(cmd, this.clock);
     this.flush(e);
     return result;

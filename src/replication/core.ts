@@ -81,17 +81,26 @@ export interface ClientRequest {
   op: ClientOp;
 }
 
-/** Domain outcomes are values with codes, never exceptions (STYLE.md). */
+/**
+ * Domain outcomes are values with codes, never exceptions (STYLE.md). A core names what happened;
+ * the HTTP status is decided once, at the edge, by statusOf(code, opKind) in errors.ts.
+ */
 export type ErrorCode =
   | 'not_leader'
   | 'no_leader'
+  /** Not confirmed in time (sync/semi-sync ack, commit, read confirmation); often indeterminate. */
   | 'timeout'
   | 'quorum_not_met'
+  /** An unknown key (reads) or an unknown node. */
   | 'not_found'
   | 'paused'
+  /** Malformed input: a bad control argument, an empty batch, a missing query parameter. */
   | 'bad_request'
+  /** A command or option this strategy does not support. */
   | 'unsupported'
-  /** The write would take the node's stored bytes past its budget (REPLSIM_NODE_MEMORY_MB): 507. */
+  /** Well formed, but the current state refuses it (a membership change in progress, nothing to resolve). */
+  | 'refused'
+  /** The write would take the node's stored bytes past its budget (REPLSIM_NODE_MEMORY_MB). */
   | 'storage_full'
   /** The node's worker exited (crashed, killed or out of memory) before answering. */
   | 'node_crashed';
@@ -106,8 +115,6 @@ export type ClientReply =
       id: number;
       ok: false;
       code: ErrorCode;
-      /** HTTP status the edge should answer with (400, 404, 409, or 507 for storage_full). */
-      status: 400 | 404 | 409 | 507;
       error: string;
       /** The write may or may not have taken effect (sync timeout): the history records it as unknown. */
       indeterminate?: boolean;
@@ -169,12 +176,8 @@ export type ControlCommand =
   /** Strategy-specific extension point (manual conflict resolution, anti-entropy, ...). */
   | { kind: 'custom'; name: string; args?: unknown; reqId?: number };
 
-export interface ControlResult {
-  ok: boolean;
-  error?: string;
-  status?: 400 | 404 | 409;
-  data?: unknown;
-}
+/** A control's outcome: a value, like a client reply (the edge maps `code` with statusOf). */
+export type ControlResult = { ok: true; data?: unknown } | { ok: false; code: ErrorCode; error: string };
 
 export interface CoreStatus {
   role: string;
@@ -206,8 +209,8 @@ export interface CoreOptions {
   persisted?: unknown;
   /**
    * Budget on the bytes this node stores (keys + values + the log it keeps, each entry counted with
-   * storedEntryOverheadBytes); a client write that would pass it is refused with `storage_full`
-   * (507). Absent: unbounded (deterministic tests).
+   * storedEntryOverheadBytes); a client write that would pass it is refused with `storage_full`.
+   * Absent: unbounded (deterministic tests).
    */
   storedBytesMax?: number;
 }

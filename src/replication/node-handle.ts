@@ -12,7 +12,7 @@ import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { decode, encodeTransferable, type ActorOut, type FromActor } from '../../protocol/actor.js';
 import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
-import type { ClientOp, ClientReply, CoreEvent, CoreOptions } from './core.js';
+import type { ClientOp, ClientReply, ControlResult, CoreEvent, CoreOptions } from './core.js';
 import { DurableStore } from './durable-store.js';
 import { nodeMemoryMbFromEnv, workerHeapMb } from './limits.js';
 import { activeTraceparent, tracing } from '../tracing/tracing.js';
@@ -190,7 +190,7 @@ export class NodeHandle {
       status: () => this.guard(() => raw.status()),
       log: () => this.guard(() => raw.log()),
       store: () => this.guard(() => raw.store()),
-      control: (cmd) => this.guard(() => raw.control(cmd)),
+      control: (cmd) => this.guard<ControlResult>(() => raw.control(cmd)),
       pause: () => this.guard(() => raw.pause()),
       resume: () => this.guard(() => raw.resume()),
       setEvents: (on) => this.guard(() => raw.setEvents(on)),
@@ -250,7 +250,7 @@ export class NodeHandle {
   submit(op: ClientOp, done: (r: ClientReply) => void): void {
     const id = this.nextId++;
     if (this.exited) {
-      done({ id, ok: false, code: 'node_crashed', status: 409, error: this.downMessage() });
+      done({ id, ok: false, code: 'node_crashed', error: this.downMessage() });
       return;
     }
     this.pending.set(id, { done, deadline: Date.now() + this.requestTimeoutMs + frontRequestTimeoutMsExtra });
@@ -288,7 +288,7 @@ export class NodeHandle {
     const r = await this.remote.control({ ...cmd, reqId: id });
     if (!r.ok) {
       this.pending.delete(id);
-      return { id, ok: false, code: 'bad_request', status: r.status ?? 409, error: r.error ?? 'refused' } as ClientReply;
+      return { id, ok: false, code: r.code, error: r.error };
     }
     return done;
   }
@@ -352,7 +352,7 @@ export class NodeHandle {
     for (const [id, p] of this.pending) {
       if (now > p.deadline) {
         this.pending.delete(id);
-        p.done({ id, ok: false, code: 'timeout', status: 409, indeterminate: true, error: `node ${this.id} did not answer within ${this.requestTimeoutMs + frontRequestTimeoutMsExtra} ms (paused or overloaded); the outcome is indeterminate` });
+        p.done({ id, ok: false, code: 'timeout', indeterminate: true, error: `node ${this.id} did not answer within ${this.requestTimeoutMs + frontRequestTimeoutMsExtra} ms (paused or overloaded); the outcome is indeterminate` });
       }
     }
   }
@@ -367,7 +367,7 @@ export class NodeHandle {
     const error = reason === 'stopped'
       ? `node ${this.id} stopped before answering; the outcome is indeterminate`
       : `node ${this.id} crashed (${reason}) before answering; the outcome is indeterminate`;
-    for (const [id, p] of this.pending) p.done({ id, ok: false, code: 'node_crashed', status: 409, error, indeterminate: true });
+    for (const [id, p] of this.pending) p.done({ id, ok: false, code: 'node_crashed', error, indeterminate: true });
     this.pending.clear();
   }
 

@@ -1,7 +1,7 @@
 /**
- * The replication simulator service: HTTP routes (thin: decode, call the cluster, map outcomes to
- * statuses), the /ws event stream, and /metrics. Clusters and their node actors live in cluster.ts;
- * protocol logic lives in the cores.
+ * The replication simulator service: HTTP routes (thin: decode, call the cluster, map outcome codes
+ * to statuses with statusOf from errors.ts, the one table), the /ws event stream, and /metrics.
+ * Clusters and their node actors live in cluster.ts; protocol logic lives in the cores.
  */
 import os from 'node:os';
 import type { Logger } from '../util/logger.js';
@@ -21,6 +21,7 @@ import { maxNodesFromEnv, nodeCallDeadlineMs, nodeMemoryMbFromEnv, nodeStallMsMa
 import { effectiveConfig } from './config.js';
 import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
 import { isImplemented } from './cores/index.js';
+import { ReplicationError, statusOf, type OpKind } from './errors.js';
 import { createSimMetrics, DeferredCounts, type SimMetrics } from './metrics.js';
 import { preferenceList } from './dynamo/ring.js';
 import { registerCheckerRoutes } from './checkers/routes.js';
@@ -164,10 +165,11 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     }
     return v;
   };
-  const replyError = (r: Extract<ClientReply, { ok: false }>, forRead: boolean): HttpResult => {
-    if (r.code === 'quorum_not_met' && !forRead) return { status: 409, body: { error: r.error } };
-    return { status: forRead ? 404 : r.status, body: { error: r.error } };
-  };
+  /** A failed client operation: the status comes from the one table (errors.ts statusOf). */
+  const replyError = (r: Extract<ClientReply, { ok: false }>, op: OpKind): HttpResult => ({
+    status: statusOf(r.code, op),
+    body: { error: r.error },
+  });
 
   // ---- memory budgets (limits.ts): read once per server
   const nodeMemoryMb = nodeMemoryMbFromEnv();
@@ -275,14 +277,14 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const submitWriteInner = (c: Cluster, op: ClientOp, target: string | undefined, done: (o: WriteOutcome) => void): void => {
     const nodeId = target ?? c.defaultTarget();
     if (!nodeId || !c.nodes.has(nodeId)) {
-      done({ ok: false, status: 404, error: `node ${nodeId} not found in cluster ${c.id}` });
+      done({ ok: false, status: statusOf('not_found', op.op), error: `node ${nodeId} not found in cluster ${c.id}` });
       return;
     }
     if (hub.size > 0) publish(c.id, { type: 'write_received', node_id: nodeId, data: { key: 'key' in op ? op.key : undefined, op: op.op } });
     c.submit(nodeId, op, (r) => {
       if (!r.ok) {
         if (r.code === 'quorum_not_met') metrics.quorumFailures.inc({ cluster_id: c.id });
-        done({ ok: false, status: r.status === 404 ? 404 : r.status, error: r.error });
+        done({ ok: false, status: statusOf(r.code, op.op), error: r.error });
         return;
       }
       countWrite(c, nodeId);
@@ -359,7 +361,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.get('/api/v1/clusters/:id/read', async (req) => {
     const c = getCluster(req);
     const key = boundedQuery(req, 'key', keyCharsMax);
-    if (key === null || key === '') throw new HttpError(404, 'query parameter key is required');
+    // 404, not 400: every read failure is a 404 (statusOf in errors.ts, ../shared/specs/DECISIONS.md).
+    if (key === null || key === '') {
+      throw new HttpError(statusOf('bad_request', 'read'), 'query parameter key is required');
+    }
     const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? c.defaultTarget();
     getNode(c, nodeId);
     const op: ClientOp = { op: 'read', key };
@@ -367,7 +372,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     if (clientId) op.client_id = clientId;
     if (hub.size > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
     const r = tracing.on ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id }) : await c.clientOp(nodeId as string, op);
-    if (!r.ok) return replyError(r, true);
+    if (!r.ok) return replyError(r, 'read');
     readCounts.add(c.id, nodeId as string);
     if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
     return { status: 200, body: { entry: toKVEntry(r.result.entry), node_id: r.result.node_id } };
@@ -376,7 +381,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.delete('/api/v1/clusters/:id/kv', async (req) => {
     const c = getCluster(req);
     const key = boundedQuery(req, 'key', keyCharsMax);
-    if (key === null || key === '') throw new HttpError(400, 'query parameter key is required');
+    // 400 here but 404 on read: the spec's table (statusOf in errors.ts).
+    if (key === null || key === '') {
+      throw new HttpError(statusOf('bad_request', 'delete'), 'query parameter key is required');
+    }
     const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? undefined;
     if (nodeId !== undefined) getNode(c, nodeId);
     const op: ClientOp = { op: 'delete', key };
@@ -408,7 +416,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       const op: ClientOp = { op: 'batch', entries: b.entries.map((e) => ({ key: e.key, value: e.value ?? '' })) };
       if (b.client_id !== undefined) op.client_id = b.client_id;
       const r = await c.clientOp(leader as string, op);
-      if (!r.ok) return { status: r.status, body: { error: r.error } };
+      if (!r.ok) return replyError(r, 'batch');
       if (r.result.kind !== 'batch') throw new HttpError(500, 'unexpected batch result');
       countWrite(c, leader as string);
       return { status: 200, body: { atomic: true, entries: r.result.entries.map((v: Version) => toKVEntry(v)) } };
@@ -441,7 +449,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const c = getCluster(req);
     if (c.config.strategy !== 'leaderless') throw new HttpError(400, `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`);
     const r = await callNode(c.nodes.get(firstOnline(c)) as NodeHandle, (h) => h.remote.control({ kind: 'custom', name: 'suspicion' }));
-    if (!r?.ok) throw new HttpError(r?.status ?? 500, r?.error ?? 'suspicion unavailable');
+    if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
     return { status: 200, body: r.data };
   });
   app.get('/api/v1/clusters/:id/conflicts', async (req) => {
@@ -460,42 +468,42 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     if (c.config.strategy !== 'multi_leader') throw new HttpError(400, `manual conflict resolution applies to multi_leader clusters; this cluster is ${c.config.strategy}`);
     const node = getNode(c, b.node_id);
     const r = await callNode(c.nodes.get(node) as NodeHandle, (h) => h.remote.control({ kind: 'custom', name: 'resolve', args: { key: b.key, choice: b.choice } }));
-    if (!r?.ok) throw new HttpError(r?.status === 404 ? 409 : (r?.status ?? 409), r?.error ?? `no pending conflict for key ${b.key} on ${node}`);
+    if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
     c.kick();
     return { status: 200, body: r.data ?? { status: 'resolved', key: b.key, choice: b.choice } };
   }, { body: ResolveConflictRequest });
 
   // ---- nodes ----
-  const statusOf = (err: unknown): never => {
-    const status = (err as { status?: number }).status;
-    throw new HttpError(typeof status === 'number' ? status : 500, (err as Error).message);
+  /** A refused node control (cluster.ts ReplicationError) becomes its table status; anything else is a bug. */
+  const controlFailed = (err: unknown): never => {
+    throw new HttpError(err instanceof ReplicationError ? statusOf(err.code, 'control') : 500, (err as Error).message);
   };
   app.post('/api/v1/clusters/:id/nodes', async (req) => {
     const c = getCluster(req);
     if (c.nodes.size >= nodeCountMax) throw new HttpError(409, `a cluster has at most ${nodeCountMax} nodes`);
     checkNodeRoom(1);
-    const h = await c.addNode().catch(statusOf);
+    const h = await c.addNode().catch(controlFailed);
     publish(c.id, { type: 'node_state_changed', node_id: h.id, data: { state: 'online', reason: 'added' } });
     return { status: 201, body: await c.nodeStatus(h.id) };
   });
   app.delete('/api/v1/clusters/:id/nodes/:nodeId', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.removeNode(nodeId).catch(statusOf);
+    await c.removeNode(nodeId).catch(controlFailed);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'offline', reason: 'removed' } });
     return { status: 204 };
   });
   app.post('/api/v1/clusters/:id/nodes/:nodeId/pause', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.pause(nodeId).catch(statusOf);
+    await c.pause(nodeId).catch(controlFailed);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'paused' } });
     return { status: 200, body: { status: 'paused', node: nodeId } };
   });
   app.post('/api/v1/clusters/:id/nodes/:nodeId/resume', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.resume(nodeId).catch(statusOf);
+    await c.resume(nodeId).catch(controlFailed);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online' } });
     return { status: 200, body: { status: 'resumed', node: nodeId } };
   });
@@ -525,14 +533,14 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   app.post('/api/v1/clusters/:id/nodes/:nodeId/crash', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
-    await c.crash(nodeId).catch(statusOf);
+    await c.crash(nodeId).catch(controlFailed);
     return { status: 200, body: { status: 'crashed', node: nodeId } };
   });
   app.post('/api/v1/clusters/:id/nodes/:nodeId/restart', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
     if (c.nodes.get(nodeId)?.isDown) checkNodeRoom(1);
-    await c.restart(nodeId).catch(statusOf);
+    await c.restart(nodeId).catch(controlFailed);
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online', reason: 'restarted' } });
     return { status: 200, body: await c.nodeStatus(nodeId) };
   });

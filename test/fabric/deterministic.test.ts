@@ -14,6 +14,7 @@ import {
   type Version,
 } from '../../src/replication/core.js';
 import type { Rng } from '../../src/util/rng.js';
+import { withStatus } from '../helpers/status.js';
 
 /**
  * A tiny replicated counter, enough to exercise the runtime: a write bumps the local counter, is
@@ -73,7 +74,7 @@ class CounterCore implements NodeCore {
 
   onClient(req: ClientRequest, now: number): void {
     if (req.op.op !== 'write') {
-      this.out.replies.push({ id: req.id, ok: false, code: 'unsupported', status: 400, error: 'writes only' });
+      this.out.replies.push({ id: req.id, ok: false, code: 'unsupported', error: 'writes only' });
       return;
     }
     this.counter++;
@@ -124,7 +125,7 @@ class CounterCore implements NodeCore {
     for (const [req, p] of [...this.pending]) {
       if (p.deadline <= now) {
         this.pending.delete(req);
-        this.out.replies.push({ id: req, ok: false, code: 'timeout', status: 409, error: 'no majority', indeterminate: true });
+        this.out.replies.push({ id: req, ok: false, code: 'timeout', error: 'no majority', indeterminate: true });
       }
     }
     if (this.nextPingAt <= now) {
@@ -155,7 +156,7 @@ class CounterCore implements NodeCore {
       this.peersSeen = cmd.peers;
       return { ok: true };
     }
-    return { ok: false, status: 400, error: `unsupported ${cmd.kind}` };
+    return { ok: false, code: 'unsupported', error: `unsupported ${cmd.kind}` };
   }
 
   status(_now: number): CoreStatus {
@@ -352,8 +353,8 @@ t.test('crash keeps persistentState and restart rebuilds the core from it', asyn
   t.equal(c.state('n2'), 'offline');
   t.throws(() => c.core('n2'), 'a crashed core is gone');
   const refused = c.client('n2', { op: 'write', key: 'x', value: 'y' });
-  t.match(c.reply(refused), { ok: false, code: 'paused', status: 409 }, 'a down node refuses clients');
-  t.match(c.control('n2', { kind: 'clock_skew', ms: 5 }), { ok: false, status: 409 });
+  t.match(withStatus(c.reply(refused), 'write'), { ok: false, code: 'paused', status: 409 }, 'a down node refuses clients');
+  t.match(withStatus(c.control('n2', { kind: 'clock_skew', ms: 5 }), 'control'), { ok: false, status: 409 });
   const lostBefore = c.lostToCrashed;
   const id = c.client('n1', { op: 'write', key: 'k9', value: 'v9' });
   t.equal(c.runUntilReply(id, 1000)?.ok, true, 'majority without n2');
@@ -371,7 +372,7 @@ t.test('a paused node gets no ticks, refuses clients, and receives held messages
   const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 5000 } });
   c.pause('n3');
   t.equal(c.state('n3'), 'paused');
-  t.match(c.reply(c.client('n3', { op: 'write', key: 'a', value: 'b' })), { ok: false, code: 'paused', status: 409 });
+  t.match(withStatus(c.reply(c.client('n3', { op: 'write', key: 'a', value: 'b' })), 'write'), { ok: false, code: 'paused', status: 409 });
   for (let i = 0; i < 3; i++) c.client('n1', { op: 'write', key: 'k', value: `v${i}` });
   c.runFor(100);
   t.equal(counter(c, 'n3').counter, 0, 'nothing delivered while paused');
@@ -392,7 +393,7 @@ t.test('addNode and removeNode update the membership every running core sees', a
   t.same(counter(c, 'n3').peersSeen, ['n1', 'n3', 'n4']);
   t.notOk(c.fabric.hasNode('n2'));
   t.equal(c.state('n2'), undefined);
-  t.match(c.reply(c.client('n2', { op: 'write', key: 'a', value: 'b' })), { ok: false, status: 404 });
+  t.match(withStatus(c.reply(c.client('n2', { op: 'write', key: 'a', value: 'b' })), 'write'), { ok: false, status: 404 });
   const id = c.client('n4', { op: 'write', key: 'a', value: 'b' });
   t.equal(c.runUntilReply(id, 1000)?.ok, true, 'the new member replicates');
   c.runFor(500);

@@ -2,6 +2,7 @@ import t from 'tap';
 import { createLeaderlessCore } from '../../src/replication/cores/leaderless.js';
 import type { ClientReply, ClusterConfig, ConsistencyLevel, ReadRepairMode, Version } from '../../src/replication/core.js';
 import { DetCluster } from '../../src/fabric/deterministic.js';
+import { withStatus } from '../helpers/status.js';
 import { preferenceList } from '../../src/replication/dynamo/ring.js';
 
 // ------------------------------------------------------------------ helpers
@@ -107,7 +108,7 @@ t.test('a write is acknowledged by W of the N preferred replicas and read back f
   }
   const r = read(c, 'n5', key);
   t.equal(entry(r).value, 'v1', 'a read through another coordinator sees it');
-  const missing = read(c, 'n2', 'never-written');
+  const missing = withStatus(read(c, 'n2', 'never-written'), 'read');
   t.ok(missing && !missing.ok && missing.status === 404 && missing.code === 'not_found' && missing.error === 'key not found', 'an absent key is 404 key not found');
   const placement = c.control('n3', { kind: 'custom', name: 'placement', args: { key, n: 3 } });
   t.same(placement.data, { key, preference_list: pl }, 'placement reports the preference list');
@@ -122,7 +123,7 @@ t.test('without a sloppy quorum, a write or read short of W or R replicas fails 
   c.pause(down1);
   c.pause(down2);
   const started = c.now;
-  const w = write(c, coordinator, key, 'v1');
+  const w = withStatus(write(c, coordinator, key, 'v1'), 'write');
   t.ok(w && !w.ok, 'the write failed');
   if (w && !w.ok) {
     t.equal(w.status, 409);
@@ -132,7 +133,7 @@ t.test('without a sloppy quorum, a write or read short of W or R replicas fails 
   }
   t.equal(c.now - started, 1000, 'it failed after requestTimeoutMs');
   t.equal(eventsOf(c, 'quorum_failed').length, 1, 'a quorum_failed event');
-  const r = read(c, coordinator, key);
+  const r = withStatus(read(c, coordinator, key), 'read');
   t.ok(r && !r.ok && r.status === 404 && r.error === 'read quorum not met: 1/2 replies', 'a read short of R is 404 read quorum not met');
 });
 
@@ -222,7 +223,7 @@ t.test('read repair fixes stale replicas in every mode', async (t) => {
     c.runFor(50);
     c.fabric.heal(cut);
     t.equal(stored(c, stale, key)?.tombstone, false, `${stale} still holds the old value`);
-    const r = read(c, stale, key);
+    const r = withStatus(read(c, stale, key), 'read');
     t.ok(r && !r.ok && r.code === 'not_found' && r.status === 404, 'a read through the stale replica finds the tombstone: not found');
     c.runFor(50);
     t.equal(stored(c, stale, key)?.tombstone, true, 'the coordinator\'s own copy was repaired to the tombstone');

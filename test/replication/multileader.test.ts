@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import { createMultiLeaderCore, type PendingConflict } from '../../src/replication/cores/multi-leader.js';
 import type { ClientReply, ClusterConfig, ConflictResolver, Version } from '../../src/replication/core.js';
 import { DetCluster } from '../../src/fabric/deterministic.js';
+import { withStatus } from '../helpers/status.js';
 
 // ------------------------------------------------------------------ helpers
 
@@ -88,7 +89,7 @@ t.test('a write on any node is replicated to every other node and read locally t
     const r = read(c, id, 'k');
     t.equal(r?.ok && r.result.kind === 'entry' ? r.result.entry.value : undefined, 'hello', `${id} reads the value`);
   }
-  const missing = read(c, 'n1', 'nope');
+  const missing = withStatus(read(c, 'n1', 'nope'), 'read');
   t.ok(missing && !missing.ok && missing.code === 'not_found' && missing.status === 404 && missing.error === 'key not found', 'an unknown key is 404 key not found');
   write(c, 'n3', 'k', 'x');
   c.runFor(50);
@@ -220,9 +221,9 @@ t.test('manual: conflicts are parked, listed, resolved by choice, and refused wh
   t.same(n2.map((p) => [p.local_value, p.remote_value]), [['right', 'left']], 'n2 parked the mirror image');
   t.equal(c.core('n1').storeView().k?.value, 'left', 'until resolved, each node shows its local value');
 
-  const bad = c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'k', choice: 'sideways' } });
+  const bad = withStatus(c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'k', choice: 'sideways' } }), 'control');
   t.equal(bad.status, 400, 'a bad choice is 400');
-  const none = c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'other', choice: 'local' } });
+  const none = withStatus(c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'other', choice: 'local' } }), 'control');
   t.ok(!none.ok && none.status === 409, 'nothing pending for that key: 409');
 
   const res = c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'k', choice: 'remote' } });

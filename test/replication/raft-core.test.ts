@@ -8,6 +8,7 @@ import {
   type RaftDurableRecord,
   type RaftMessage,
   type RaftPersistentState,
+  type RaftRole,
 } from '../../src/replication/cores/raft.js';
 import {
   defaultTimings,
@@ -19,7 +20,11 @@ import {
   type NodeId,
 } from '../../src/replication/core.js';
 import { DetCluster } from '../../src/fabric/deterministic.js';
+import { withStatus } from '../helpers/status.js';
 import { SeededRng } from '../../src/util/rng.js';
+import { AssertionFailure } from '../../src/util/assert.js';
+import { runRaftSwarm } from '../../src/replication/swarm/raft-swarm.js';
+import { createHash } from 'node:crypto';
 
 // ------------------------------------------------------------------ helpers
 
@@ -588,7 +593,7 @@ t.test('client requests: not_leader naming the leader, no_leader while electing,
     },
   ];
   for (const row of rows) {
-    const r = c.runUntilReply(c.client(row.node, row.op), 2000);
+    const r = withStatus(c.runUntilReply(c.client(row.node, row.op), 2000), row.op.op);
     await t.test(row.name, async (tt) => row.check(r, tt));
   }
   c.runFor(200);
@@ -599,7 +604,7 @@ t.test('client requests: not_leader naming the leader, no_leader while electing,
 
   const fresh = mk('n1');
   fresh.onClient({ id: 9, op: { op: 'write', key: 'k', value: 'v' } }, 1);
-  t.same(drain(fresh).replies, [{ id: 9, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' }], 'no_leader before any election');
+  t.same(drain(fresh).replies.map((r) => withStatus(r, 'write')), [{ id: 9, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' }], 'no_leader before any election');
 });
 
 t.test('an isolated leader answers writes with an indeterminate timeout and never serves a read', async (t) => {
@@ -610,7 +615,7 @@ t.test('an isolated leader answers writes with an indeterminate timeout and neve
   const w = c.client(leader, { op: 'write', key: 'k', value: 'lost?' });
   const r = c.client(leader, { op: 'read', key: 'k' });
   c.runFor(1500);
-  const wr = c.reply(w);
+  const wr = withStatus(c.reply(w), 'write');
   t.same(wr && !wr.ok ? [wr.code, wr.status, wr.indeterminate] : wr, ['timeout', 409, true], 'write: 409 timeout, indeterminate');
   const rr = c.reply(r);
   t.ok(rr && !rr.ok, 'the read is refused, not answered from a stale leader');
@@ -761,7 +766,7 @@ t.test('membership: one change at a time, effective when appended, answered afte
   const follower = three.find((id) => id !== leader) as NodeId;
   t.ok(write(c, leader, 'a', '1')?.ok);
 
-  const refused = c.control(follower, { kind: 'add_server', node_id: 'n4', reqId: c.nextRequestId() });
+  const refused = withStatus(c.control(follower, { kind: 'add_server', node_id: 'n4', reqId: c.nextRequestId() }), 'control');
   t.same([refused.ok, refused.status, refused.error], [false, 409, `not leader; leader is ${leader}`], 'not leader: 409 naming the leader');
 
   c.addNode('n4', { notifyPeers: false });
@@ -770,7 +775,7 @@ t.test('membership: one change at a time, effective when appended, answered afte
   const accepted = c.control(leader, { kind: 'add_server', node_id: 'n4', reqId });
   t.equal(accepted.ok, true);
   t.same(raft(c, leader).inspect().voters, [...three, 'n4'], 'in effect on the leader as soon as appended');
-  const second = c.control(leader, { kind: 'add_server', node_id: 'n5', reqId: c.nextRequestId() });
+  const second = withStatus(c.control(leader, { kind: 'add_server', node_id: 'n5', reqId: c.nextRequestId() }), 'control');
   t.same([second.ok, second.status], [false, 409], 'a second change waits for the first');
   const dup = c.control(leader, { kind: 'remove_server', node_id: 'n9', reqId: c.nextRequestId() });
   t.equal(dup.ok, false);
@@ -798,7 +803,7 @@ t.test('membership: one change at a time, effective when appended, answered afte
 t.test('a leader that has not committed in its term refuses membership changes', async (t) => {
   const leader = mk('n1', { persisted: persisted(1, [1]) });
   elect(leader, three);
-  const r = leader.control({ kind: 'add_server', node_id: 'n4', reqId: 1 }, 500);
+  const r = withStatus(leader.control({ kind: 'add_server', node_id: 'n4', reqId: 1 }, 500), 'control');
   t.same([r.ok, r.status], [false, 409]);
   t.match(r.error, /not committed an entry of its term/);
 });
@@ -1030,7 +1035,7 @@ t.test('membership changes are idempotent and observable', async (t) => {
   const again = c.nextRequestId();
   const repeat = c.control(leader, { kind: 'remove_server', node_id: victim, reqId: again });
   t.same([repeat.ok, (repeat.data as { pending?: boolean }).pending], [true, true], 'a repeated removal waits on the pending entry');
-  const another = c.control(leader, { kind: 'remove_server', node_id: other, reqId: c.nextRequestId() });
+  const another = withStatus(c.control(leader, { kind: 'remove_server', node_id: other, reqId: c.nextRequestId() }), 'control');
   t.same([another.ok, another.status], [false, 409], 'a different change is refused while one is pending');
   t.match(another.error, /another membership change is in progress/);
   const eventsBefore = c.events.length;
@@ -1050,4 +1055,211 @@ t.test('membership changes are idempotent and observable', async (t) => {
   t.ok(reply3?.ok && reply3.result.kind === 'entry' && reply3.result.entry.value === five.filter((id) => id !== victim).join(','), 'and answered at once with the configuration');
   const status = raft(c, leader).status(c.now).extra ?? {};
   t.same([status['config_committed'], typeof status['config_index']], [true, 'number'], 'status tells whether the configuration is committed');
+});
+
+// ------------------------------------------------------------------ the term gate and the invariants
+
+t.test('the term gate: one rule per term relation, whatever the kind (§5.1, §5.2, §4.2.3, §9.6)', async (t) => {
+  type Setup = 'follower' | 'leader' | 'preCandidate' | 'candidate';
+  interface Case {
+    name: string;
+    setup: Setup;
+    from: NodeId;
+    /** The message, given our term after the setup. */
+    msg: (term: number) => RaftMessage;
+    /** What the sender gets back (kind and term relative to our term before), or null for nothing. */
+    answer: { kind: RaftMessage['kind']; termDelta: number } | null;
+    after: { role: RaftRole; preCandidate?: boolean; termDelta: number; leaderId?: NodeId | '' };
+  }
+  const hb = (term: number): RaftMessage => ({ kind: 'heartbeat', term, leaderCommit: 0, leaderLastIndex: 0, seq: 0 });
+  const snapshot = (term: number): RaftMessage => ({
+    kind: 'snapshot',
+    term,
+    raftSnapshot: { lastIncludedIndex: 0, lastIncludedTerm: 0, voters: three, store: {} },
+    leaderLastIndex: 0,
+    seq: 0,
+  });
+  const appendResp = (term: number): RaftMessage => ({
+    kind: 'append_resp',
+    term,
+    success: true,
+    matchIndex: 1,
+    rejectIndex: 0,
+    conflictTerm: 0,
+    conflictIndex: 0,
+    seq: 0,
+  });
+  const cases: Case[] = [
+    {
+      name: 'a stale append is refused with our term, and its sender is not followed',
+      setup: 'follower',
+      from: 'n3',
+      msg: (term) => appendReq(term - 1, 0, 0, []),
+      answer: { kind: 'append_resp', termDelta: 0 },
+      after: { role: 'follower', termDelta: 0, leaderId: 'n2' },
+    },
+    {
+      name: 'a stale heartbeat is answered with our term',
+      setup: 'follower',
+      from: 'n3',
+      msg: (term) => hb(term - 1),
+      answer: { kind: 'heartbeat_resp', termDelta: 0 },
+      after: { role: 'follower', termDelta: 0, leaderId: 'n2' },
+    },
+    {
+      name: 'a stale snapshot is answered with our term and installs nothing',
+      setup: 'follower',
+      from: 'n3',
+      msg: (term) => snapshot(term - 1),
+      answer: { kind: 'snapshot_resp', termDelta: 0 },
+      after: { role: 'follower', termDelta: 0, leaderId: 'n2' },
+    },
+    {
+      name: 'a stale answer to a leader is ignored',
+      setup: 'leader',
+      from: 'n2',
+      msg: (term) => appendResp(term - 1),
+      answer: null,
+      after: { role: 'leader', termDelta: 0, leaderId: 'n1' },
+    },
+    {
+      name: 'a stale vote is not counted',
+      setup: 'candidate',
+      from: 'n3',
+      msg: (term) => ({ kind: 'vote_resp', term: term - 1, preVote: false, granted: true }),
+      answer: null,
+      after: { role: 'candidate', preCandidate: false, termDelta: 0, leaderId: '' },
+    },
+    {
+      name: 'an answer of a newer term makes a leader a follower of nobody yet',
+      setup: 'leader',
+      from: 'n2',
+      msg: (term) => appendResp(term + 2),
+      answer: null,
+      after: { role: 'follower', termDelta: 2, leaderId: '' },
+    },
+    {
+      name: 'a heartbeat answer of a newer term does too',
+      setup: 'leader',
+      from: 'n3',
+      msg: (term) => ({ kind: 'heartbeat_resp', term: term + 1, seq: 0 }),
+      answer: null,
+      after: { role: 'follower', termDelta: 1, leaderId: '' },
+    },
+    {
+      name: 'a vote refusal of a newer term ends a candidacy',
+      setup: 'candidate',
+      from: 'n3',
+      msg: (term) => ({ kind: 'vote_resp', term: term + 1, preVote: false, granted: false }),
+      answer: null,
+      after: { role: 'follower', termDelta: 1, leaderId: '' },
+    },
+    {
+      name: 'a heartbeat of a newer term makes a leader follow its sender',
+      setup: 'leader',
+      from: 'n3',
+      msg: (term) => hb(term + 1),
+      answer: { kind: 'heartbeat_resp', termDelta: 1 },
+      after: { role: 'follower', termDelta: 1, leaderId: 'n3' },
+    },
+    {
+      name: 'an append of our own term makes a candidate follow its sender (§5.2)',
+      setup: 'candidate',
+      from: 'n2',
+      msg: (term) => appendReq(term, 0, 0, []),
+      answer: { kind: 'append_resp', termDelta: 0 },
+      after: { role: 'follower', termDelta: 0, leaderId: 'n2' },
+    },
+    {
+      name: 'a leader is in its lease: a vote request of a newer term is ignored (§4.2.3)',
+      setup: 'leader',
+      from: 'n3',
+      msg: (term) => ({ kind: 'vote_req', term: term + 3, preVote: false, lastLogIndex: 99, lastLogTerm: term }),
+      answer: null,
+      after: { role: 'leader', termDelta: 0, leaderId: 'n1' },
+    },
+    {
+      name: 'a pre-vote grant of an earlier round is not counted',
+      setup: 'preCandidate',
+      from: 'n2',
+      msg: (term) => ({ kind: 'vote_resp', term, preVote: true, granted: true }),
+      answer: null,
+      after: { role: 'candidate', preCandidate: true, termDelta: 0, leaderId: '' },
+    },
+    {
+      name: 'a pre-vote refusal of a newer term means nothing to a node not in a PreVote round',
+      setup: 'follower',
+      from: 'n3',
+      msg: (term) => ({ kind: 'vote_resp', term: term + 4, preVote: true, granted: false }),
+      answer: null,
+      after: { role: 'follower', termDelta: 0, leaderId: 'n2' },
+    },
+    {
+      name: 'a granted pre-vote never changes the voter’s term (§9.6)',
+      setup: 'preCandidate',
+      from: 'n3',
+      msg: (term) => ({ kind: 'vote_req', term: term + 1, preVote: true, lastLogIndex: 9, lastLogTerm: term }),
+      answer: { kind: 'vote_resp', termDelta: 1 },
+      after: { role: 'candidate', preCandidate: true, termDelta: 0, leaderId: '' },
+    },
+  ];
+  for (const c of cases) {
+    const node = mk('n1', { persisted: persisted(3, [1, 2, 3]) });
+    let now = 10;
+    if (c.setup === 'follower') {
+      node.onMessage('n2', appendReq(3, 3, 3, []), now);
+    } else if (c.setup === 'leader') {
+      now = elect(node, three);
+    } else {
+      now = node.nextDeadline();
+      node.onTick(now);
+      const grant: RaftMessage = { kind: 'vote_resp', term: 4, preVote: true, granted: true };
+      if (c.setup === 'candidate') node.onMessage('n2', grant, now);
+    }
+    drain(node);
+    const before = node.inspect();
+    node.onMessage(c.from, c.msg(before.term), now + 1);
+    const answers = sent(drain(node), c.from).filter((m) => m.kind !== 'append' && m.kind !== 'vote_req');
+    const after = node.inspect();
+    t.same(
+      answers.map((m) => [m.kind, m.term - before.term]),
+      c.answer ? [[c.answer.kind, c.answer.termDelta]] : [],
+      `${c.name}: answer`,
+    );
+    t.equal(after.role, c.after.role, `${c.name}: role`);
+    if (c.after.preCandidate !== undefined) {
+      t.equal(after.preCandidate, c.after.preCandidate, `${c.name}: pre-candidate`);
+    }
+    t.equal(after.term - before.term, c.after.termDelta, `${c.name}: term`);
+    if (c.after.leaderId !== undefined) t.equal(after.leaderId, c.after.leaderId, `${c.name}: leader`);
+  }
+});
+
+t.test('the invariants hold from the first step: an entry from beyond the node’s term is refused', async (t) => {
+  t.throws(() => mk('n1', { persisted: persisted(1, [1, 2]) }), AssertionFailure, 'term 1 with an entry of term 2');
+  t.throws(() => mk('n1', { persisted: persisted(1, [1, 2]) }), /beyond current term/);
+  t.doesNotThrow(() => mk('n1', { persisted: persisted(2, [1, 2]) }), 'term 2 with the same log is fine');
+  // After a step too: an append of term 2 carrying an entry of term 5 (only a broken leader sends one).
+  const follower = mk('n1', { persisted: persisted(2, [1, 2]) });
+  t.doesNotThrow(() => follower.onMessage('n2', appendReq(2, 2, 2, entries([2], 3)), 10), 'an entry of its own term');
+  t.throws(() => follower.onMessage('n2', appendReq(2, 3, 2, entries([5], 4)), 20), /beyond current term/);
+});
+
+/**
+ * The raft swarm's trace hashes for seeds 1..20, combined (sha256 of "<seed> <traceHash> <ok>\n"
+ * lines), recorded before the term gate and the invariant checks went in (issue 21 item 3): a
+ * refactor of the core must not change one message, reply or timer. When behaviour is meant to
+ * change (the core, the swarm driver or the fabric), regenerate it with the loop below and say why
+ * in the commit.
+ */
+const swarmTraceSeeds = { first: 1, count: 20 };
+const swarmTraceHash = 'edab1da03edee31d507f6315f604559f1f6984ae8e446dd4726274bcb165ed32';
+
+t.test('a refactor keeps every raft swarm trace: the recorded hash for seeds 1..20', async (t) => {
+  const h = createHash('sha256');
+  for (let s = swarmTraceSeeds.first; s < swarmTraceSeeds.first + swarmTraceSeeds.count; s++) {
+    const r = runRaftSwarm(s);
+    h.update(`${s} ${r.traceHash} ${r.ok}\n`);
+  }
+  t.equal(h.digest('hex'), swarmTraceHash, 'same seeds, same traces');
 });

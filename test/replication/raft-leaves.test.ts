@@ -9,9 +9,12 @@ import { planMembershipChange, type MembershipView } from '../../src/replication
 import { AppendTimes, backedOffNext, lowestMatch, newProgress, type Progress } from '../../src/replication/cores/raft/progress.js';
 import { isMajority, majorityValue, quorumSize } from '../../src/replication/cores/raft/quorum.js';
 import { ReadIndexQueue } from '../../src/replication/cores/raft/read-index.js';
-import { indeterminateReply, notLeaderError, notLeaderReply, replacedReply } from '../../src/replication/cores/raft/replies.js';
+import { indeterminateReply, notLeaderCode, notLeaderError, notLeaderReply, replacedReply } from '../../src/replication/cores/raft/replies.js';
 import { applyToStore, votersAfter } from '../../src/replication/cores/raft/state-machine.js';
 import type { LogEntry } from '../../src/replication/cores/raft/types.js';
+import { RaftLog } from '../../src/replication/cores/raft/log.js';
+import { inspectView, logView, statusView, type RaftViewState } from '../../src/replication/cores/raft/views.js';
+import { withStatus } from '../helpers/status.js';
 
 const put = (index: number, key: string, value: string, term = 1): LogEntry => ({ index, term, node_id: 'n1', timestamp: index, type: 'put', key, value });
 
@@ -97,10 +100,12 @@ t.test('replies: not leader, replaced, indeterminate', async (t) => {
   t.equal(notLeaderError('n2', 'n1'), 'not leader; leader is n2');
   t.equal(notLeaderError('', 'n1'), 'no leader elected yet');
   t.equal(notLeaderError('n1', 'n1'), 'no leader elected yet', 'itself as leader (stepping down): none known');
-  t.match(notLeaderReply(1, 'n2', 'n1'), { ok: false, code: 'not_leader', status: 409, leader_id: 'n2' });
-  t.match(notLeaderReply(1, '', 'n1'), { ok: false, code: 'no_leader', status: 409 });
+  t.match(withStatus(notLeaderReply(1, 'n2', 'n1'), 'write'), { ok: false, code: 'not_leader', status: 409, leader_id: 'n2' });
+  t.match(withStatus(notLeaderReply(1, '', 'n1'), 'write'), { ok: false, code: 'no_leader', status: 409 });
+  t.notOk('status' in notLeaderReply(1, 'n2', 'n1'), 'the core names a code; the edge picks the status');
+  t.same([notLeaderCode('n2', 'n1'), notLeaderCode('', 'n1'), notLeaderCode('n1', 'n1')], ['not_leader', 'no_leader', 'no_leader']);
   t.match(replacedReply(2, 'n3', 'n1'), { ok: false, code: 'not_leader', leader_id: 'n3', error: /discarded, retry \(leader is n3\)/ });
-  const r = indeterminateReply(3, 'not committed within 5 ms');
+  const r = withStatus(indeterminateReply(3, 'not committed within 5 ms'), 'write');
   t.match(r, { ok: false, code: 'timeout', status: 409, indeterminate: true, error: 'not committed within 5 ms; the write may still be applied' });
 });
 
@@ -143,4 +148,71 @@ t.test('durable journal: one step’s records in order, hard state last, checkpo
   for (let i = 4; i < 4 + checkpointEntriesMin; i++) j.append(put(i, 'k', `${i}`, 2));
   t.ok(j.checkpointDue(() => 10), `after ${checkpointEntriesMin} entries a compaction checkpoints a small state`);
   t.notOk(j.checkpointDue(() => checkpointEntriesMin * 4), 'but not a state larger than what storage holds beyond it');
+});
+
+t.test('views: status, log and inspection read the state and change nothing', async (t) => {
+  const log = new RaftLog({ lastIncludedIndex: 2, lastIncludedTerm: 1, voters: ['n1', 'n2', 'n3'], store: {} }, [
+    put(3, 'a', '1', 2),
+    put(4, 'b', '2', 2),
+    put(5, 'c', '3', 2),
+  ]);
+  const state = (over: Partial<RaftViewState>): RaftViewState => ({
+    id: 'n1',
+    role: 'follower',
+    preCandidate: false,
+    term: 2,
+    votedFor: null,
+    leaderId: 'n2',
+    commitIndex: 4,
+    lastApplied: 3,
+    voters: ['n1', 'n2', 'n3'],
+    configIndex: 2,
+    leaderLastIndex: 5,
+    hlcRemoteRefused: 0,
+    log,
+    progress: new Map(),
+    appendTime: () => 0,
+    ...over,
+  });
+  const follower = statusView(state({}), 1000);
+  t.same(
+    [follower.role, follower.leader_id, follower.lag, follower.followers],
+    ['follower', 'n2', 2, undefined],
+    'a follower lags by the leader’s last index less what it applied, and has no followers map',
+  );
+  t.same(
+    [follower.extra?.['last_log_index'], follower.extra?.['raft_snapshot_index'], follower.extra?.['log_entries']],
+    [5, 2, 3],
+    'the log’s extent: last index, snapshot index and retained entries',
+  );
+  const committed = [follower.extra?.['config_committed'], follower.extra?.['voted_for']];
+  t.same(committed, [true, ''], 'config committed, no vote');
+  const pending = statusView(state({ configIndex: 5 }), 0).extra?.['config_committed'];
+  t.equal(pending, false, 'a config entry past commit is pending');
+
+  const progress = new Map([
+    ['n2', { ...newProgress(5, 0), match: 5, next: 6 }],
+    ['n3', { ...newProgress(5, 0), match: 3, next: 4 }],
+  ]);
+  const leader = statusView(
+    state({ role: 'leader', leaderId: 'n1', votedFor: 'n1', progress, appendTime: (i) => (i === 4 ? 900 : 0) }),
+    1000,
+  );
+  t.equal(leader.lag, 0, 'a leader does not lag');
+  t.same(
+    leader.followers,
+    { n2: { match_index: 5, lag_entries: 0, lag_ms: 0 }, n3: { match_index: 3, lag_entries: 2, lag_ms: 100 } },
+    'a follower behind lags by the age of the first entry it lacks',
+  );
+
+  const view = logView(log);
+  const voters = ['n1', 'n2', 'n3'];
+  const snapshotEntry = { type: 'raft_snapshot', last_included_index: 2, last_included_term: 1, voters };
+  t.same(view[0], snapshotEntry, 'the snapshot first');
+  t.same(view.slice(1), log.all(), 'then the retained entries');
+
+  const inspection = inspectView(state({ role: 'leader', leaderId: 'n1', progress }));
+  t.same(inspection.progress, { n2: { next: 6, match: 5 }, n3: { next: 4, match: 3 } }, 'progress as next and match');
+  t.same([inspection.lastIndex, inspection.lastTerm, inspection.raftSnapshot.lastIncludedIndex], [5, 2, 2]);
+  t.equal(log.length, 3, 'the log is untouched');
 });

@@ -25,7 +25,8 @@ import Type, { type Static } from 'typebox';
 import type { HttpApp, HttpRequest } from '../../http/index.js';
 import { HttpError } from '../../http/index.js';
 import { checkInPool } from '../../checkers/lincheck/pool.js';
-import { NodeControlError, toKVEntry, withinMs, type Cluster } from '../cluster.js';
+import { toKVEntry, withinMs, type Cluster } from '../cluster.js';
+import { ReplicationError, statusOf } from '../errors.js';
 import type { ControlCommand, ControlResult, NodeId } from '../core.js';
 import { compareReplicas, merkleRound, type Comparison, type DivergedKey, type Placement, type ReplicaStore } from './convergence.js';
 import { linearizabilityReport, toLincheckHistory, type LinearizabilityReport } from './linearizability.js';
@@ -349,8 +350,8 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       c.config.quorum_w = plan.joint[1];
       c.config.quorum_r = plan.joint[2];
       const added = await c.addNode().catch((err: unknown) => {
-        // A refusal with a status (a node limit, a crashed peer) keeps it; anything else is a bug.
-        const status = err instanceof NodeControlError ? err.status : 500;
+        // A refusal with a code (a crashed peer, no leader) keeps its table status; anything else is a bug.
+        const status = err instanceof ReplicationError ? statusOf(err.code, 'control') : 500;
         throw new HttpError(status, `adding the node failed: ${(err as Error).message}`);
       });
       publish(c.id, { type: 'node_state_changed', node_id: added.id, data: { state: 'online', reason: 'added', reconfigure: true } });
@@ -420,7 +421,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     if (b.timestamp !== undefined) args['timestamp'] = b.timestamp;
     const r = await withinMs(node.remote.control({ kind: 'custom', name: 'corrupt', args }), checkerLimits.nodeCallTimeoutMs);
     if (!r) throw new HttpError(409, `node ${nodeId} did not answer`);
-    if (!r.ok) throw new HttpError(r.status ?? 400, r.error ?? 'corrupt refused');
+    if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
     const entry = (r.data as { entry?: Parameters<typeof toKVEntry>[0] } | undefined)?.entry;
     return { status: 200, body: { status: 'corrupted', node_id: nodeId, key: b.key, ...(entry ? { entry: toKVEntry(entry) } : {}) } };
   }, { body: CorruptRequest });

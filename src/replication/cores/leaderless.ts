@@ -479,8 +479,7 @@ class LeaderlessCore implements NodeCore {
     const op = req.op;
     if (this.ops.size >= leaderlessLimits.pendingOpsMax) {
       this.stats.overloaded++;
-      const status = op.op === 'read' ? 404 : 409;
-      this.reply({ id: req.id, ok: false, code: 'timeout', status, error: `coordinator ${this.id} overloaded: too many requests in flight` });
+      this.reply({ id: req.id, ok: false, code: 'timeout', error: `coordinator ${this.id} overloaded: too many requests in flight` });
       return;
     }
     switch (op.op) {
@@ -573,11 +572,11 @@ class LeaderlessCore implements NodeCore {
         this.changeMembership(cmd.peers);
         return { ok: true, data: { members: [...this.members] } };
       case 'replication_mode':
-        return { ok: false, status: 400, error: 'replication_mode applies to single_leader clusters only' };
+        return { ok: false, code: 'unsupported', error: 'replication_mode applies to single_leader clusters only' };
       case 'set_leader':
       case 'add_server':
       case 'remove_server':
-        return { ok: false, status: 400, error: `${cmd.kind} is not supported by leaderless clusters` };
+        return { ok: false, code: 'unsupported', error: `${cmd.kind} is not supported by leaderless clusters` };
       case 'custom':
         return this.custom(cmd.name, cmd.args);
       default:
@@ -891,7 +890,7 @@ class LeaderlessCore implements NodeCore {
       op.replied = true;
       this.ops.delete(op.rid);
       this.finishWrite(op, {
-        id: op.reqId, ok: false, code: 'storage_full', status: 507,
+        id: op.reqId, ok: false, code: 'storage_full',
         error: `write refused: replica ${from} would pass its stored-bytes budget of ${this.storedBytesMax === Infinity ? 'its configured' : this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
         indeterminate: op.slots.some((s) => s.done),
       });
@@ -941,7 +940,6 @@ class LeaderlessCore implements NodeCore {
       id: op.reqId,
       ok: false,
       code: 'quorum_not_met',
-      status: 409,
       error: `write quorum not met: ${done}/${required} acks`,
       // Replicas that acked keep the version: the write may still become visible.
       indeterminate: op.slots.some((s) => s.done),
@@ -1056,7 +1054,7 @@ class LeaderlessCore implements NodeCore {
     op.answered = true;
     const v = op.newest;
     if (!v || v.tombstone) {
-      this.reply({ id: op.reqId, ok: false, code: 'not_found', status: 404, error: 'key not found' });
+      this.reply({ id: op.reqId, ok: false, code: 'not_found', error: 'key not found' });
     } else {
       this.reply({ id: op.reqId, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
     }
@@ -1152,7 +1150,7 @@ class LeaderlessCore implements NodeCore {
     const { done, required } = this.shortfall(op);
     this.stats.read_quorum_failed++;
     this.emit('quorum_failed', { key: op.key, op: 'read', replies: done, required });
-    this.reply({ id: op.reqId, ok: false, code: 'quorum_not_met', status: 404, error: `read quorum not met: ${done}/${required} replies` });
+    this.reply({ id: op.reqId, ok: false, code: 'quorum_not_met', error: `read quorum not met: ${done}/${required} replies` });
   }
 
   // ------------------------------------------------------------ local storage, hints, transfers
@@ -1330,9 +1328,9 @@ class LeaderlessCore implements NodeCore {
     const a = isObject(args) ? args : {};
     const { n, w, r } = a;
     const int = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 1;
-    if (!int(n) || !int(w) || !int(r)) return { ok: false, status: 400, error: 'set_quorum needs {n, w, r}: positive integers' };
-    if (w > n || r > n) return { ok: false, status: 400, error: `set_quorum: w and r must be at most n (${n})` };
-    if (w + r <= n) return { ok: false, status: 400, error: `set_quorum: w + r must be greater than n (W + R > N), got ${w} + ${r} <= ${n}` };
+    if (!int(n) || !int(w) || !int(r)) return { ok: false, code: 'bad_request', error: 'set_quorum needs {n, w, r}: positive integers' };
+    if (w > n || r > n) return { ok: false, code: 'bad_request', error: `set_quorum: w and r must be at most n (${n})` };
+    if (w + r <= n) return { ok: false, code: 'bad_request', error: `set_quorum: w + r must be greater than n (W + R > N), got ${w} + ${r} <= ${n}` };
     const oldN = this.config.quorum_n;
     this.config.quorum_n = n;
     this.config.quorum_w = w;
@@ -1407,21 +1405,21 @@ class LeaderlessCore implements NodeCore {
         const a = isObject(args) ? args : {};
         const key = a.key;
         const n = a.n ?? 3;
-        if (typeof key !== 'string') return { ok: false, status: 400, error: 'placement needs a key (string)' };
+        if (typeof key !== 'string') return { ok: false, code: 'bad_request', error: 'placement needs a key (string)' };
         if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
-          return { ok: false, status: 400, error: 'placement n must be a positive integer' };
+          return { ok: false, code: 'bad_request', error: 'placement n must be a positive integer' };
         }
         return { ok: true, data: { key, preference_list: this.ring.preferenceList(key, n) } };
       }
       case 'corrupt': {
         if (!isObject(args) || typeof args.key !== 'string' || typeof args.value !== 'string') {
-          return { ok: false, status: 400, error: 'corrupt needs {key: string, value: string, timestamp?: number}' };
+          return { ok: false, code: 'bad_request', error: 'corrupt needs {key: string, value: string, timestamp?: number}' };
         }
         // An outside timestamp is bounded (a day ahead at most) so the bad copy cannot pin anything.
         const tsProblem = args.timestamp === undefined
           ? null
           : externalTimestampProblem(args.timestamp, this.clock.ceiling(this.now), corruptTimestampAheadMsMax);
-        if (tsProblem !== null) return { ok: false, status: 400, error: tsProblem };
+        if (tsProblem !== null) return { ok: false, code: 'bad_request', error: tsProblem };
         const cur = this.store.get(args.key);
         // Older than the copy it replaces, so every correct replica's version beats it.
         const timestamp = typeof args.timestamp === 'number' ? args.timestamp : (cur?.timestamp ?? this.clock.peek()) - 1_000_000;
@@ -1458,7 +1456,7 @@ class LeaderlessCore implements NodeCore {
         return { ok: true, data };
       }
       default:
-        return { ok: false, status: 400, error: `unknown leaderless command: ${name}` };
+        return { ok: false, code: 'unsupported', error: `unknown leaderless command: ${name}` };
     }
   }
 

@@ -272,7 +272,7 @@ class MultiLeaderCore implements NodeCore {
     if (after <= this.storedBytes || after <= this.storedBytesMax) return null;
     this.stats.refused_storage_full++;
     return {
-      id: reqId, ok: false, code: 'storage_full', status: 507,
+      id: reqId, ok: false, code: 'storage_full',
       error: `node ${this.id} would store ${after} bytes, past its budget of ${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
     };
   }
@@ -299,7 +299,7 @@ class MultiLeaderCore implements NodeCore {
         const ks = this.keys.get(op.key);
         const w = ks ? winnerOf(ks) : undefined;
         if (!w || w.tombstone) {
-          this.reply({ id: req.id, ok: false, code: 'not_found', status: 404, error: 'key not found' });
+          this.reply({ id: req.id, ok: false, code: 'not_found', error: 'key not found' });
         } else {
           this.reply({ id: req.id, ok: true, result: { kind: 'entry', entry: w, node_id: this.id } });
         }
@@ -391,11 +391,11 @@ class MultiLeaderCore implements NodeCore {
         this.aeCursor = 0;
         return { ok: true };
       case 'replication_mode':
-        return { ok: false, status: 400, error: 'replication_mode applies to single_leader clusters only' };
+        return { ok: false, code: 'unsupported', error: 'replication_mode applies to single_leader clusters only' };
       case 'set_leader':
       case 'add_server':
       case 'remove_server':
-        return { ok: false, status: 400, error: `${cmd.kind} is not supported by multi_leader clusters` };
+        return { ok: false, code: 'unsupported', error: `${cmd.kind} is not supported by multi_leader clusters` };
       case 'custom':
         return this.custom(cmd.name, cmd.args, now);
       default:
@@ -604,7 +604,7 @@ class MultiLeaderCore implements NodeCore {
         return { ok: true, data: { root: root.root, keys: this.keys.size } };
       }
       default:
-        return { ok: false, status: 400, error: `unknown multi_leader command: ${name}` };
+        return { ok: false, code: 'unsupported', error: `unknown multi_leader command: ${name}` };
     }
   }
 
@@ -627,12 +627,12 @@ class MultiLeaderCore implements NodeCore {
   /** Settles a parked conflict with a new write whose clock dominates both sides. */
   private resolve(args: unknown, now: number): ControlResult {
     if (!isObject(args) || typeof args.key !== 'string' || (args.choice !== 'local' && args.choice !== 'remote')) {
-      return { ok: false, status: 400, error: 'resolve needs {key: string, choice: "local" | "remote"}' };
+      return { ok: false, code: 'bad_request', error: 'resolve needs {key: string, choice: "local" | "remote"}' };
     }
     const key = args.key;
     const choice = args.choice;
     const ks = this.keys.get(key);
-    if (!ks?.parked) return { ok: false, status: 409, error: `no pending conflict for key ${key} on node ${this.id}` };
+    if (!ks?.parked) return { ok: false, code: 'refused', error: `no pending conflict for key ${key} on node ${this.id}` };
     const chosen = choice === 'local' ? (ks.versions[0] as Version) : ks.parked;
     const vclock = incrementClock(joinClocks(knownVersions(ks)), this.id);
     const v: Version = {

@@ -6,6 +6,8 @@
  * log-matching check and fast back-off, majority commit of current-term entries only, ReadIndex
  * reads, log compaction with InstallSnapshot, and single-server membership changes.
  * It never touches a socket, a thread, the wall clock or Math.random; the runtime does that.
+ * Every peer message passes one term gate (stepTerm, etcd's `Step`) before its handler, and
+ * checkInvariants() runs after every input (TigerBeetle's `invariants()`).
  *
  * Choices the contract leaves open:
  * - Writes, deletes and atomic batches are one log entry each and are answered after commit+apply.
@@ -52,9 +54,10 @@ import { planMembershipChange } from './raft/membership.js';
 import { AppendTimes, backedOffNext, lowestMatch, newProgress, type Progress } from './raft/progress.js';
 import { isMajority, majorityValue } from './raft/quorum.js';
 import { ReadIndexQueue } from './raft/read-index.js';
-import { indeterminateReply, notLeaderError, notLeaderReply, replacedReply } from './raft/replies.js';
+import { indeterminateReply, notLeaderCode, notLeaderError, notLeaderReply, replacedReply } from './raft/replies.js';
 import { PendingProposals, type PendingProposal } from './raft/proposals.js';
 import { applyToStore, versionOf } from './raft/state-machine.js';
+import { inspectView, logView, statusView, type RaftInspection, type RaftViewState } from './raft/views.js';
 import {
   isPersistentState,
   isRaftMessage,
@@ -64,6 +67,7 @@ import {
   type HeartbeatResponse,
   type LogEntry,
   type RaftMessage,
+  type RaftRole,
   type RaftPersistentState,
   type RaftSnapshot,
   type SnapshotRequest,
@@ -75,7 +79,8 @@ import {
 export type { LogEntry, RaftMessage, RaftPersistentState, RaftSnapshot } from './raft/types.js';
 export { raftDurableFold, type RaftDurableRecord } from './raft/durable.js';
 
-export type RaftRole = 'follower' | 'candidate' | 'leader';
+export type { RaftRole } from './raft/types.js';
+export type { RaftInspection } from './raft/views.js';
 
 /** The key of the synthetic Version a membership change answers with. */
 export const configKey = '__config__';
@@ -96,25 +101,6 @@ export interface RaftHooks {
   snapshotInstalled?(nodeId: NodeId, lastIncludedIndex: number): void;
   /** Called when a node becomes leader, after it appended its no-op entry. */
   leaderElected?(nodeId: NodeId, term: number, core: RaftCore): void;
-}
-
-/** A read-only look inside, for tests and checkers. */
-export interface RaftInspection {
-  id: NodeId;
-  role: RaftRole;
-  preCandidate: boolean;
-  term: number;
-  votedFor: NodeId | null;
-  leaderId: NodeId | '';
-  commitIndex: number;
-  lastApplied: number;
-  voters: readonly NodeId[];
-  raftSnapshot: RaftSnapshot;
-  entries: readonly LogEntry[];
-  lastIndex: number;
-  lastTerm: number;
-  /** Leader only: per-peer replication progress. */
-  progress: Record<NodeId, { next: number; match: number }>;
 }
 
 type EntryBody =
@@ -173,6 +159,10 @@ export class RaftCore implements NodeCore {
   /** A ReadIndex round waits for a heartbeat to every follower. */
   private readBroadcast = false;
 
+  // Checker state: what checkInvariants() saw last, to check that terms and votes only move forward.
+  private checkedTerm = 0;
+  private checkedVotedFor: NodeId | null = null;
+
   constructor(opts: CoreOptions, hooks: RaftHooks = {}) {
     this.id = opts.id;
     this.timings = opts.timings;
@@ -199,12 +189,20 @@ export class RaftCore implements NodeCore {
     this.resetElectionTimer(opts.now);
     // A new node's first record is its whole (initial) state; a restarted one's is in storage.
     if (!p) this.journal.checkpoint(this.persistentState());
+    this.checkedTerm = this.term;
+    this.checkedVotedFor = this.votedFor;
+    this.checkInvariants();
   }
 
   // ---------------------------------------------------------------- NodeCore inputs
 
   onClient(req: ClientRequest, now: number): void {
     this.lastNow = now;
+    this.stepClient(req, now);
+    this.checkInvariants();
+  }
+
+  private stepClient(req: ClientRequest, now: number): void {
     const op: ClientOp = req.op;
     switch (op.op) {
       case 'write':
@@ -215,7 +213,7 @@ export class RaftCore implements NodeCore {
         return;
       case 'batch':
         if (op.entries.length === 0) {
-          this.reply({ id: req.id, ok: false, code: 'bad_request', status: 400, error: 'a batch needs at least one entry' });
+          this.reply({ id: req.id, ok: false, code: 'bad_request', error: 'a batch needs at least one entry' });
           return;
         }
         this.propose(req.id, 'write', { type: 'batch', entries: op.entries.map((e) => ({ key: e.key, value: e.value })) }, now);
@@ -230,8 +228,14 @@ export class RaftCore implements NodeCore {
 
   onMessage(from: NodeId, msg: unknown, now: number): void {
     this.lastNow = now;
-    if (from === this.id || !isRaftMessage(msg)) return;
-    const m: RaftMessage = msg;
+    if (from !== this.id && isRaftMessage(msg) && this.stepTerm(from, msg, now) === 'step') {
+      this.dispatch(from, msg, now);
+    }
+    this.checkInvariants();
+  }
+
+  /** The per-kind handlers: they see only what stepTerm let through, at our current term. */
+  private dispatch(from: NodeId, m: RaftMessage, now: number): void {
     switch (m.kind) {
       case 'vote_req':
         this.onVoteRequest(from, m, now);
@@ -279,6 +283,7 @@ export class RaftCore implements NodeCore {
       this.campaign(now);
     }
     this.expire(now);
+    this.checkInvariants();
   }
 
   nextDeadline(): number {
@@ -306,10 +311,17 @@ export class RaftCore implements NodeCore {
       for (const e of this.out.events) out.events.push(e);
       this.out.events.length = 0;
     }
+    this.checkInvariants();
   }
 
   control(cmd: ControlCommand, now: number): ControlResult {
     this.lastNow = now;
+    const result = this.stepControl(cmd, now);
+    this.checkInvariants();
+    return result;
+  }
+
+  private stepControl(cmd: ControlCommand, now: number): ControlResult {
     switch (cmd.kind) {
       case 'clock_skew':
         this.clock.skewMs = cmd.ms;
@@ -318,69 +330,28 @@ export class RaftCore implements NodeCore {
       case 'remove_server':
         return this.changeMembership(cmd, now);
       case 'replication_mode':
-        return { ok: false, status: 400, error: 'replication_mode applies to single_leader clusters only' };
+        return { ok: false, code: 'unsupported', error: 'replication_mode applies to single_leader clusters only' };
       case 'peers':
         return {
           ok: false,
-          status: 400,
+          code: 'unsupported',
           error: 'raft changes membership through its log: use add_server / remove_server',
         };
       case 'set_leader':
-        return { ok: false, status: 400, error: 'raft elects its own leader; set_leader is for single_leader clusters' };
+        return { ok: false, code: 'unsupported', error: 'raft elects its own leader; set_leader is for single_leader clusters' };
       case 'custom':
-        return { ok: false, status: 400, error: `unknown raft command: ${cmd.name}` };
+        return { ok: false, code: 'unsupported', error: `unknown raft command: ${cmd.name}` };
       default:
         return unreachable(cmd);
     }
   }
 
   status(now: number): CoreStatus {
-    const s: CoreStatus = {
-      role: this.role,
-      term: this.term,
-      commit_index: this.commitIndex,
-      last_applied: this.lastApplied,
-      leader_id: this.leaderId,
-      lag: this.role === 'leader' ? 0 : Math.max(0, this.leaderLastIndex - this.lastApplied),
-      extra: {
-        pre_candidate: this.preCandidate,
-        voted_for: this.votedFor ?? '',
-        voters: [...this.voters],
-        last_log_index: this.log.lastIndex,
-        raft_snapshot_index: this.log.snapshotIndex,
-        log_entries: this.log.length,
-        config_index: this.configIndex,
-        config_committed: this.configIndex <= this.commitIndex,
-        hlc_remote_refused: this.clock.remoteRefused,
-      },
-    };
-    if (this.role === 'leader') {
-      const followers: NonNullable<CoreStatus['followers']> = {};
-      const last = this.log.lastIndex;
-      for (const [peer, pr] of this.progress) {
-        const behind = pr.match < last;
-        followers[peer] = {
-          match_index: pr.match,
-          lag_entries: last - pr.match,
-          lag_ms: behind ? Math.max(0, now - this.appendTime(pr.match + 1)) : 0,
-        };
-      }
-      s.followers = followers;
-    }
-    return s;
+    return statusView(this.viewState(), now);
   }
 
   logView(): unknown[] {
-    const snap = this.log.raftSnapshot;
-    return [
-      {
-        type: 'raft_snapshot',
-        last_included_index: snap.lastIncludedIndex,
-        last_included_term: snap.lastIncludedTerm,
-        voters: [...snap.voters],
-      },
-      ...this.log.all(),
-    ];
+    return logView(this.log);
   }
 
   storeView(): Record<string, Version> {
@@ -392,8 +363,11 @@ export class RaftCore implements NodeCore {
   }
 
   inspect(): RaftInspection {
-    const progress: RaftInspection['progress'] = {};
-    for (const [peer, pr] of this.progress) progress[peer] = { next: pr.next, match: pr.match };
+    return inspectView(this.viewState());
+  }
+
+  /** The state the views read (raft/views.ts), as it is now. */
+  private viewState(): RaftViewState {
     return {
       id: this.id,
       role: this.role,
@@ -404,12 +378,114 @@ export class RaftCore implements NodeCore {
       commitIndex: this.commitIndex,
       lastApplied: this.lastApplied,
       voters: this.voters,
-      raftSnapshot: this.log.raftSnapshot,
-      entries: this.log.all(),
-      lastIndex: this.log.lastIndex,
-      lastTerm: this.log.lastTerm,
-      progress,
+      configIndex: this.configIndex,
+      leaderLastIndex: this.leaderLastIndex,
+      hlcRemoteRefused: this.clock.remoteRefused,
+      log: this.log,
+      progress: this.progress,
+      appendTime: (index) => this.appendTime(index),
     };
+  }
+
+  // ---------------------------------------------------------------- the term gate (etcd raft's Step)
+
+  /**
+   * Every term rule, applied once to each peer message before its handler runs (the shape of
+   * etcd raft's `Step`). 'step' hands the message on; the handler then sees our current term in it
+   * (a pre-vote carries the term it proposes instead). 'drop' means the gate has dealt with it.
+   *
+   * Pre-votes (dissertation §9.6) carry a term nobody holds yet, so they never change ours. A
+   * vote request of a newer term is ignored while we heard from a leader within the minimum
+   * election timeout (§4.2.3). A newer term makes us a follower (§5.1), of its sender when that is
+   * the leader; a leader of our own term makes a candidate step down (§5.2). An older term's
+   * message is answered with our term so that its stale sender learns it (§5.1), or ignored when
+   * it is itself an answer.
+   */
+  private stepTerm(from: NodeId, m: RaftMessage, now: number): 'step' | 'drop' {
+    // §4.2.3: within a leader's lease, vote requests of a newer term (pre-votes too) are ignored.
+    if (m.kind === 'vote_req' && m.term > this.term && this.inLease(now)) return 'drop';
+    if (m.kind === 'vote_req' && m.preVote) {
+      // §9.6: only a proposed term ahead of ours can be granted (on the log, by the handler).
+      if (m.term > this.term) return 'step';
+      const resp: VoteResponse = { kind: 'vote_resp', term: this.term, preVote: true, granted: false };
+      this.send(from, resp);
+      return 'drop';
+    }
+    if (m.kind === 'vote_resp' && m.preVote) return this.stepPreVoteResponseTerm(m, now);
+    if (m.term < this.term) {
+      this.answerStale(from, m);
+      return 'drop';
+    }
+    switch (m.kind) {
+      case 'append':
+      case 'heartbeat':
+      case 'snapshot':
+        // §5.1 (newer term) and §5.2 (a candidate of the same term): the sender leads this term.
+        this.followLeader(from, m.term, m.leaderLastIndex, now);
+        return 'step';
+      case 'vote_req':
+        // §5.1: adopt the newer term (and forget our vote) before deciding on the vote.
+        if (m.term > this.term) this.becomeFollower(m.term, '', now);
+        return 'step';
+      case 'vote_resp':
+      case 'append_resp':
+      case 'heartbeat_resp':
+      case 'snapshot_resp':
+        // §5.1: an answer from a newer term ends our candidacy or leadership; nothing else in it counts.
+        if (m.term > this.term) {
+          this.becomeFollower(m.term, '', now);
+          return 'drop';
+        }
+        return 'step';
+      default:
+        return unreachable(m);
+    }
+  }
+
+  /**
+   * A pre-vote answer (§9.6) matters only to a pre-candidate. A grant echoes the term it proposed
+   * (ours + 1), so any other term is an answer to an earlier round; a refusal carries the voter's
+   * term, and a newer one makes us its follower (§5.1).
+   */
+  private stepPreVoteResponseTerm(m: VoteResponse, now: number): 'step' | 'drop' {
+    if (this.role !== 'candidate' || !this.preCandidate) return 'drop';
+    if (m.granted) return m.term === this.term + 1 ? 'step' : 'drop';
+    if (m.term > this.term) this.becomeFollower(m.term, '', now);
+    return 'drop';
+  }
+
+  /** §5.1: a request of an older term is refused with our term; an older answer is ignored. */
+  private answerStale(from: NodeId, m: RaftMessage): void {
+    invariant(m.term < this.term, 'only older terms are stale');
+    switch (m.kind) {
+      case 'vote_req': {
+        const resp: VoteResponse = { kind: 'vote_resp', term: this.term, preVote: false, granted: false };
+        this.send(from, resp);
+        return;
+      }
+      case 'append':
+        // A stale leader learns the newer term from the answer and steps down.
+        this.send(from, this.appendReject(m, 0, 0));
+        return;
+      case 'heartbeat':
+        this.send(from, { kind: 'heartbeat_resp', term: this.term, seq: m.seq } satisfies HeartbeatResponse);
+        return;
+      case 'snapshot':
+        this.send(from, {
+          kind: 'snapshot_resp',
+          term: this.term,
+          matchIndex: 0,
+          seq: m.seq,
+        } satisfies SnapshotResponse);
+        return;
+      case 'vote_resp':
+      case 'append_resp':
+      case 'heartbeat_resp':
+      case 'snapshot_resp':
+        return;
+      default:
+        unreachable(m);
+    }
   }
 
   // ---------------------------------------------------------------- role changes (one place, as in etcd raft)
@@ -478,7 +554,8 @@ export class RaftCore implements NodeCore {
   }
 
   private becomeLeader(now: number): void {
-    invariant(this.role === 'candidate' && !this.preCandidate, 'only a candidate becomes leader');
+    invariant(this.role === 'candidate', 'only a candidate becomes leader');
+    invariant(!this.preCandidate, 'a pre-candidate wins a real election first');
     this.role = 'leader';
     this.leaderId = this.id;
     this.leaderSince = now;
@@ -528,25 +605,23 @@ export class RaftCore implements NodeCore {
     return lastLogTerm > myTerm || (lastLogTerm === myTerm && lastLogIndex >= this.log.lastIndex);
   }
 
+  /** RequestVote receiver (§5.2, §5.4.1) and PreVote (§9.6); stepTerm has applied the term rules. */
   private onVoteRequest(from: NodeId, m: VoteRequest, now: number): void {
-    if (this.inLease(now) && m.term > this.term) return;
     if (m.preVote) {
-      // A pre-vote changes nothing here: granted when the proposed term is ahead of ours and the
-      // candidate's log is up to date (§9.6).
-      const granted = m.term > this.term && this.logUpToDate(m.lastLogIndex, m.lastLogTerm);
+      invariant(m.term > this.term, 'stepTerm passes only pre-votes for a term ahead of ours');
+      // A pre-vote changes nothing here: granted when the candidate's log is up to date (§9.6).
+      const granted = this.logUpToDate(m.lastLogIndex, m.lastLogTerm);
       const resp: VoteResponse = { kind: 'vote_resp', term: granted ? m.term : this.term, preVote: true, granted };
       this.send(from, resp);
       return;
     }
-    if (m.term > this.term) this.becomeFollower(m.term, '', now);
-    let granted = false;
-    if (m.term === this.term) {
-      const canVote = this.votedFor === null || this.votedFor === from;
-      granted = canVote && this.logUpToDate(m.lastLogIndex, m.lastLogTerm);
-      if (granted) {
-        this.votedFor = from;
-        this.resetElectionTimer(now);
-      }
+    invariant(m.term === this.term, 'stepTerm passes only vote requests of our term');
+    // §5.2: one vote per term, first come first served (a repeated request gets the same answer).
+    const canVote = this.votedFor === null || this.votedFor === from;
+    const granted = canVote && this.logUpToDate(m.lastLogIndex, m.lastLogTerm);
+    if (granted) {
+      this.votedFor = from;
+      this.resetElectionTimer(now);
     }
     const resp: VoteResponse = { kind: 'vote_resp', term: this.term, preVote: false, granted };
     this.send(from, resp);
@@ -554,21 +629,14 @@ export class RaftCore implements NodeCore {
 
   private onVoteResponse(from: NodeId, m: VoteResponse, now: number): void {
     if (m.preVote) {
-      if (this.role !== 'candidate' || !this.preCandidate) return;
-      if (m.granted) {
-        if (m.term !== this.term + 1) return; // an answer to an earlier round
-        this.votes.add(from);
-        if (this.hasQuorum(this.votes)) this.becomeCandidate(now);
-      } else if (m.term > this.term) {
-        this.becomeFollower(m.term, '', now);
-      }
+      invariant(m.granted, 'stepTerm passes only granted pre-votes');
+      invariant(this.preCandidate, 'stepTerm passes pre-votes only to a pre-candidate');
+      this.votes.add(from);
+      if (this.hasQuorum(this.votes)) this.becomeCandidate(now);
       return;
     }
-    if (m.term > this.term) {
-      this.becomeFollower(m.term, '', now);
-      return;
-    }
-    if (this.role !== 'candidate' || this.preCandidate || m.term !== this.term || !m.granted) return;
+    invariant(m.term === this.term, 'stepTerm passes only vote answers of our term');
+    if (this.role !== 'candidate' || this.preCandidate || !m.granted) return;
     this.votes.add(from);
     if (this.hasQuorum(this.votes)) this.becomeLeader(now);
   }
@@ -577,14 +645,15 @@ export class RaftCore implements NodeCore {
 
   /** A message from the leader of term `term` (≥ ours): follow it and restart the election timer. */
   private followLeader(from: NodeId, term: number, leaderLastIndex: number, now: number): void {
-    invariant(
-      !(this.role === 'leader' && term === this.term),
-      () => `election safety: ${from} and ${this.id} both lead term ${term}`,
-    );
-    invariant(
-      !(term === this.term && this.role === 'follower' && this.leaderId !== '' && this.leaderId !== from),
-      () => `election safety: ${from} and ${this.leaderId} both lead term ${term}`,
-    );
+    invariant(term >= this.term, () => `stepTerm follows leaders of a term >= ours, not ${term} < ${this.term}`);
+    if (term === this.term) {
+      // Election safety (§5.2): at most one leader per term.
+      invariant(this.role !== 'leader', () => `election safety: ${from} and ${this.id} both lead term ${term}`);
+      const knownLeader = this.role === 'follower' ? this.leaderId : '';
+      if (knownLeader !== '') {
+        invariant(knownLeader === from, () => `election safety: ${from} and ${knownLeader} both lead term ${term}`);
+      }
+    }
     if (term > this.term || this.role !== 'follower') this.becomeFollower(term, from, now);
     else this.resetElectionTimer(now);
     this.leaderId = from;
@@ -592,13 +661,9 @@ export class RaftCore implements NodeCore {
     this.leaderLastIndex = leaderLastIndex;
   }
 
+  /** AppendEntries receiver (§5.3); stepTerm has made us the sender's follower. */
   private onAppend(from: NodeId, m: AppendRequest, now: number): void {
-    if (m.term < this.term) {
-      // A stale leader learns the newer term from the answer and steps down.
-      this.send(from, this.appendReject(m, 0, 0));
-      return;
-    }
-    this.followLeader(from, m.term, m.leaderLastIndex, now);
+    invariant(m.term === this.term, 'stepTerm passes only appends of our term');
     let prevIndex = m.prevLogIndex;
     let prevTerm = m.prevLogTerm;
     let entries = m.entries;
@@ -611,7 +676,8 @@ export class RaftCore implements NodeCore {
         this.send(from, this.appendAccept(m, m.prevLogIndex + m.entries.length));
         return;
       }
-      invariant(lastSkipped && lastSkipped.index === snapIndex, 'entries are contiguous');
+      invariant(lastSkipped, 'at least one entry was skipped');
+      invariant(lastSkipped.index === snapIndex, 'entries are contiguous');
       invariant(lastSkipped.term === this.log.snapshotTerm, 'committed entry differs from the raftSnapshot');
       entries = entries.slice(skip);
       prevIndex = snapIndex;
@@ -681,12 +747,9 @@ export class RaftCore implements NodeCore {
     };
   }
 
+  /** A heartbeat (an empty append without the log check); stepTerm has made us the sender's follower. */
   private onHeartbeat(from: NodeId, m: HeartbeatRequest, now: number): void {
-    if (m.term < this.term) {
-      this.send(from, { kind: 'heartbeat_resp', term: this.term, seq: m.seq } satisfies HeartbeatResponse);
-      return;
-    }
-    this.followLeader(from, m.term, m.leaderLastIndex, now);
+    invariant(m.term === this.term, 'stepTerm passes only heartbeats of our term');
     const newCommit = Math.min(m.leaderCommit, this.log.lastIndex);
     if (newCommit > this.commitIndex) {
       this.commitIndex = newCommit;
@@ -697,11 +760,7 @@ export class RaftCore implements NodeCore {
 
   /** InstallSnapshot receiver (§7). */
   private onSnapshot(from: NodeId, m: SnapshotRequest, now: number): void {
-    if (m.term < this.term) {
-      this.send(from, { kind: 'snapshot_resp', term: this.term, matchIndex: 0, seq: m.seq } satisfies SnapshotResponse);
-      return;
-    }
-    this.followLeader(from, m.term, m.leaderLastIndex, now);
+    invariant(m.term === this.term, 'stepTerm passes only snapshots of our term');
     const snap = m.raftSnapshot;
     if (snap.lastIncludedIndex > this.commitIndex) {
       // Entries discarded past the snapshot may still commit elsewhere: their proposals stay pending.
@@ -787,12 +846,10 @@ export class RaftCore implements NodeCore {
     this.readBroadcast = false;
   }
 
+  /** A follower's answer of our term (stepTerm dropped the others): its progress, if we still lead. */
   private leaderResponse(from: NodeId, term: number, seq: number, now: number): Progress | undefined {
-    if (term > this.term) {
-      this.becomeFollower(term, '', now);
-      return undefined;
-    }
-    if (this.role !== 'leader' || term !== this.term) return undefined;
+    invariant(term === this.term, 'stepTerm passes only answers of our term');
+    if (this.role !== 'leader') return undefined;
     const pr = this.progress.get(from);
     if (!pr) return undefined;
     pr.lastAckAt = now;
@@ -920,7 +977,7 @@ export class RaftCore implements NodeCore {
     for (const r of this.pendingReads.takeReady(confirmed, this.lastApplied)) {
       const v = this.store[r.key];
       if (!v || v.tombstone) {
-        this.reply({ id: r.reqId, ok: false, code: 'not_found', status: 404, error: `key not found: ${r.key}` });
+        this.reply({ id: r.reqId, ok: false, code: 'not_found', error: `key not found: ${r.key}` });
       } else {
         this.reply({ id: r.reqId, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
       }
@@ -932,7 +989,7 @@ export class RaftCore implements NodeCore {
     cmd: Extract<ControlCommand, { kind: 'add_server' | 'remove_server' }>,
     now: number,
   ): ControlResult {
-    if (this.role !== 'leader') return { ok: false, status: 409, error: this.notLeaderError() };
+    if (this.role !== 'leader') return { ok: false, code: notLeaderCode(this.leaderId, this.id), error: this.notLeaderError() };
     const pendingChange = this.configIndex > this.commitIndex;
     const plan = planMembershipChange(
       {
@@ -945,7 +1002,7 @@ export class RaftCore implements NodeCore {
       cmd.kind === 'add_server' ? 'add' : 'remove',
       cmd.node_id,
     );
-    if (plan.kind === 'refuse') return { ok: false, status: 409, error: plan.error };
+    if (plan.kind === 'refuse') return { ok: false, code: 'refused', error: plan.error };
     // Already made or being made: answered with (or waiting on) that configuration.
     if (plan.kind !== 'append') return this.changeAlreadyMade(cmd.reqId, now);
     const voters = plan.voters;
@@ -1060,6 +1117,85 @@ export class RaftCore implements NodeCore {
     }
   }
 
+  // ---------------------------------------------------------------- invariants
+
+  /**
+   * What holds between any two steps (TigerBeetle's `invariants()`), checked after every input and
+   * drain: a failure is a bug in this core (here or in the peer that sent the step's message), never
+   * a client's fault. Constant time but for one pass over the leader's progress.
+   */
+  private checkInvariants(): void {
+    const log = this.log;
+    // Figure 2: commitIndex never passes the log, lastApplied never passes commitIndex.
+    invariant(this.commitIndex <= log.lastIndex, () => `commit ${this.commitIndex} past last index ${log.lastIndex}`);
+    invariant(this.lastApplied <= this.commitIndex, () => `applied ${this.lastApplied} past commit`);
+    // §7: a raftSnapshot holds applied entries only, and the retained log starts right after it.
+    invariant(log.snapshotIndex <= this.lastApplied, () => `snapshot ${log.snapshotIndex} past applied`);
+    invariant(log.firstIndex <= log.snapshotIndex + 1, 'the retained log starts right after the snapshot');
+    const first = log.entryAt(log.firstIndex);
+    if (first) {
+      invariant(first.index === log.firstIndex, () => `first entry has index ${first.index}, not ${log.firstIndex}`);
+      invariant(first.term >= log.snapshotTerm, 'log terms never decrease across the snapshot');
+    }
+    // §5.1: the term never decreases, and no entry is from a term beyond the node's own.
+    invariant(this.term >= this.checkedTerm, () => `term decreased (${this.checkedTerm} -> ${this.term})`);
+    invariant(log.lastTerm <= this.term, () => `last entry's term ${log.lastTerm} beyond current term ${this.term}`);
+    // §5.2: at most one vote per term; once cast it stands until the term changes.
+    if (this.term === this.checkedTerm && this.checkedVotedFor !== null) {
+      invariant(this.votedFor === this.checkedVotedFor, () => `vote of term ${this.term} changed`);
+    }
+    this.checkedTerm = this.term;
+    this.checkedVotedFor = this.votedFor;
+    // The configuration in effect comes from an entry of the log (§4.1), possibly compacted since.
+    invariant(this.configIndex <= log.lastIndex, 'the configuration comes from the log');
+    if (this.preCandidate) invariant(this.role === 'candidate', 'a pre-candidate is a candidate');
+    switch (this.role) {
+      case 'leader':
+        this.checkLeaderInvariants();
+        return;
+      case 'candidate':
+        // §5.2: a candidate (past its PreVote round) voted for itself in its term.
+        if (!this.preCandidate) invariant(this.votedFor === this.id, 'a candidate votes for itself');
+        invariant(this.leaderId === '', 'a candidate knows no leader of its term');
+        this.checkNotLeaderInvariants();
+        return;
+      case 'follower':
+        invariant(this.leaderId !== this.id, 'a follower is not its own leader');
+        this.checkNotLeaderInvariants();
+        return;
+      default:
+        unreachable(this.role);
+    }
+  }
+
+  private checkLeaderInvariants(): void {
+    const lastIndex = this.log.lastIndex;
+    // §5.2: a leader won an election of its term, in which it voted for itself.
+    invariant(this.votedFor === this.id, () => `leader ${this.id} voted for ${this.votedFor} in term ${this.term}`);
+    invariant(this.leaderId === this.id, 'a leader names itself as leader');
+    invariant(this.electionDeadline === Infinity, 'a leader runs no election timer');
+    invariant(this.heartbeatDeadline !== Infinity, 'a leader runs a heartbeat timer');
+    // §8: the no-op of this term is in the log (nothing is served before it commits).
+    invariant(this.termStartIndex > 0, 'a leader appended its no-op');
+    invariant(this.termStartIndex <= lastIndex, 'the no-op is in the log');
+    const noopTerm = this.log.termAt(this.termStartIndex);
+    if (noopTerm !== undefined) invariant(noopTerm === this.term, 'the no-op is of the leader’s term');
+    invariant(!this.progress.has(this.id), 'a leader tracks no progress for itself');
+    for (const [peer, pr] of this.progress) {
+      // Figure 2: matchIndex < nextIndex ≤ lastIndex + 1.
+      invariant(pr.match <= lastIndex, () => `${peer}: match ${pr.match} past last index ${lastIndex}`);
+      invariant(pr.next > pr.match, () => `${peer}: next ${pr.next} not past match ${pr.match}`);
+      invariant(pr.next <= lastIndex + 1, () => `${peer}: next ${pr.next} past last index + 1 (${lastIndex + 1})`);
+    }
+  }
+
+  private checkNotLeaderInvariants(): void {
+    invariant(this.progress.size === 0, 'only a leader tracks follower progress');
+    invariant(this.pendingReads.length === 0, 'only a leader holds ReadIndex reads');
+    invariant(this.heartbeatDeadline === Infinity, 'only a leader runs a heartbeat timer');
+    invariant(!this.flushNeeded, 'only a leader has entries to send');
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private refreshConfig(now: number): void {
@@ -1100,7 +1236,6 @@ export class RaftCore implements NodeCore {
         id: r.reqId,
         ok: false,
         code: 'timeout',
-        status: 409,
         error: `read not confirmed by a majority within ${this.timings.requestTimeoutMs} ms`,
       });
     }

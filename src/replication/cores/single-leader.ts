@@ -262,7 +262,7 @@ export class SingleLeaderCore implements NodeCore {
     this.durable(['l', epoch, leader]);
     this.progress.clear();
     for (const w of this.waiters) {
-      this.out.replies.push({ id: w.reqId, ok: false, code: 'not_leader', status: 409, error: `leadership moved to ${leader} before the write was confirmed; its outcome is indeterminate`, indeterminate: true, leader_id: leader });
+      this.out.replies.push({ id: w.reqId, ok: false, code: 'not_leader', error: `leadership moved to ${leader} before the write was confirmed; its outcome is indeterminate`, indeterminate: true, leader_id: leader });
     }
     this.waiters = [];
   }
@@ -274,14 +274,14 @@ export class SingleLeaderCore implements NodeCore {
     if (op.op === 'read') {
       const v = this.store.get(op.key);
       if (!v || v.tombstone) {
-        this.out.replies.push({ id: req.id, ok: false, code: 'not_found', status: 404, error: `key ${JSON.stringify(op.key)} not found on ${this.id}` });
+        this.out.replies.push({ id: req.id, ok: false, code: 'not_found', error: `key ${JSON.stringify(op.key)} not found on ${this.id}` });
       } else {
         this.out.replies.push({ id: req.id, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
       }
       return;
     }
     if (!this.isLeader()) {
-      this.out.replies.push({ id: req.id, ok: false, code: 'not_leader', status: 409, error: `${this.id} is not the leader; the leader is ${this.leaderId}`, leader_id: this.leaderId });
+      this.out.replies.push({ id: req.id, ok: false, code: 'not_leader', error: `${this.id} is not the leader; the leader is ${this.leaderId}`, leader_id: this.leaderId });
       return;
     }
     let ops: LogEntry['ops'];
@@ -300,7 +300,7 @@ export class SingleLeaderCore implements NodeCore {
     if (growth > 0 && this.storeBytes + this.logBytes + growth > this.storedBytesMax) {
       this.refusedStorageFull++;
       this.out.replies.push({
-        id: req.id, ok: false, code: 'storage_full', status: 507,
+        id: req.id, ok: false, code: 'storage_full',
         error: `node ${this.id} would store ${this.storeBytes + this.logBytes + growth} bytes, past its budget of ${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
       });
       return;
@@ -520,7 +520,7 @@ export class SingleLeaderCore implements NodeCore {
       } else if (now >= w.deadline) {
         const what = w.mode === 'sync' ? `all ${matches.length} followers` : 'any follower';
         this.out.replies.push({
-          id: w.reqId, ok: false, code: 'timeout', status: 409, indeterminate: true,
+          id: w.reqId, ok: false, code: 'timeout', indeterminate: true,
           error: `${w.mode} replication timed out after ${this.timings.requestTimeoutMs} ms: the write is applied on leader ${this.id} (index ${w.index}) but was not confirmed by ${what} (${acked}/${needed} acks); its outcome is indeterminate`,
         });
       } else keep.push(w);
@@ -658,7 +658,7 @@ export class SingleLeaderCore implements NodeCore {
       case 'add_server':
       case 'remove_server':
       case 'custom':
-        return { ok: false, status: 400, error: `${cmd.kind} is not supported by single_leader` };
+        return { ok: false, code: 'unsupported', error: `${cmd.kind} is not supported by single_leader` };
     }
   }
 

@@ -1,22 +1,27 @@
 /**
  * Command line for the seeded swarm: replay one seed exactly (trace hash and verdicts), or run a
  * window of seeds and report runs per second. What `make sim SEED=<n>` and `make sim-long` call.
- * It only parses arguments and prints; the runs themselves are runRaftSwarm's.
+ * It only parses arguments and prints; the runs themselves are runRaftSwarm's (raft) and
+ * runKvSwarm's (single_leader, multi_leader, leaderless).
  *
  *   node dist/src/replication/swarm/cli.js --seed 42 [--strategy raft] [--verbose]
  *   node dist/src/replication/swarm/cli.js --seed 1 --runs 100000 [--strategy raft] [--jobs 2]
+ *
+ * --strategy is raft (default), single_leader, multi_leader or leaderless.
  */
 import { parseArgs } from 'node:util';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { replayCommand, runRaftSwarm, swarmProfile, type SwarmResult } from './raft-swarm.js';
 import { describeRegisterOp } from './register-lincheck.js';
+import { kvReplayCommand, kvSwarmProfile, runKvSwarm, type KvStrategy } from './kv-swarm.js';
 
-const strategies = ['raft'] as const;
+const strategies = ['raft', 'single_leader', 'multi_leader', 'leaderless'] as const;
 type SwarmStrategy = (typeof strategies)[number];
 
 function usage(msg: string): never {
   process.stderr.write(
-    `${msg}\nusage: cli.js --seed N [--strategy raft] [--runs K] [--jobs J] [--verbose]\n` +
+    `${msg}\nusage: cli.js --seed N [--strategy S] [--runs K] [--jobs J] [--verbose]\n` +
+      `  --strategy S ${strategies.join(' | ')} (default raft)\n` +
       '  --seed N     first (or only) seed, an integer\n' +
       '  --runs K     run seeds N..N+K-1 and report runs/s (default 1: replay seed N)\n' +
       '  --jobs J     with --runs: spread the seeds over J worker threads (default 1)\n' +
@@ -31,21 +36,41 @@ function parseIntArg(name: string, v: string | undefined, dflt: number): number 
   return Number(v);
 }
 
-function verdictLine(r: SwarmResult): string {
+/** What both swarms report (raft's SwarmResult carries more: the register history). */
+type AnySwarmResult = Pick<SwarmResult, 'seed' | 'ok' | 'traceHash' | 'violations' | 'trace'> & {
+  verdicts: Record<string, boolean>;
+  stats: object;
+  history?: SwarmResult['history'];
+};
+
+function verdictLine(r: AnySwarmResult): string {
   return Object.entries(r.verdicts)
     .map(([k, v]) => `${k}=${v ? 'ok' : 'FAIL'}`)
     .join(' ');
 }
 
-function runSeed(strategy: SwarmStrategy, seed: number): SwarmResult {
+function runSeed(strategy: SwarmStrategy, seed: number): AnySwarmResult {
   switch (strategy) {
     case 'raft':
       return runRaftSwarm(seed);
+    case 'single_leader':
+    case 'multi_leader':
+    case 'leaderless':
+      return runKvSwarm(strategy, seed);
   }
 }
 
-function failureLines(r: SwarmResult): string[] {
-  return [`seed ${r.seed} FAIL ${verdictLine(r)}`, ...r.violations.map((v) => `  ${v}`), `  replay: ${replayCommand(r.seed)}`];
+function replayOf(strategy: SwarmStrategy, seed: number): string {
+  return strategy === 'raft' ? replayCommand(seed) : kvReplayCommand(strategy, seed);
+}
+
+function profileOf(strategy: SwarmStrategy, seed: number): unknown {
+  return strategy === 'raft' ? swarmProfile(seed) : kvSwarmProfile(strategy as KvStrategy, seed);
+}
+
+function failureLines(strategy: SwarmStrategy, r: AnySwarmResult): string[] {
+  const replay = `  replay: ${replayOf(strategy, r.seed)}`;
+  return [`seed ${r.seed} FAIL ${verdictLine(r)}`, ...r.violations.map((v) => `  ${v}`), replay];
 }
 
 /** One worker's share of a window: seeds first+offset, first+offset+stride, ... */
@@ -65,7 +90,9 @@ function workerMain(share: Share): void {
   let done = 0;
   for (let s = share.first + share.offset; s < share.first + share.runs; s += share.stride) {
     const r = runSeed(share.strategy, s);
-    if (!r.ok) port.postMessage({ kind: 'fail', seed: s, lines: failureLines(r) } satisfies WorkerReport);
+    if (!r.ok) {
+      port.postMessage({ kind: 'fail', seed: s, lines: failureLines(share.strategy, r) } satisfies WorkerReport);
+    }
     if (++done % 50 === 0) port.postMessage({ kind: 'progress', done: 50 } satisfies WorkerReport);
   }
   port.postMessage({ kind: 'progress', done: done % 50 } satisfies WorkerReport);
@@ -90,7 +117,7 @@ async function runWindow(strategy: SwarmStrategy, first: number, runs: number, j
       const r = runSeed(strategy, s);
       if (!r.ok) {
         failures.push(s);
-        for (const line of failureLines(r)) console.log(line);
+        for (const line of failureLines(strategy, r)) console.log(line);
       }
       progress(1);
     }
@@ -150,17 +177,19 @@ function main(): void {
   if (runs === 1) {
     const r = runSeed(strategy as SwarmStrategy, seed);
     if (values.verbose) {
-      console.log(`profile ${JSON.stringify(swarmProfile(seed))}`);
+      console.log(`profile ${JSON.stringify(profileOf(strategy as SwarmStrategy, seed))}`);
       for (const line of r.trace) console.log(line);
-      console.log('--- client history');
-      for (const op of r.history) console.log(describeRegisterOp(op));
+      if (r.history) {
+        console.log('--- client history');
+        for (const op of r.history) console.log(describeRegisterOp(op));
+      }
     }
     console.log(`seed ${seed} strategy ${strategy}`);
     console.log(`trace ${r.traceHash}`);
     console.log(`verdicts ${verdictLine(r)}`);
     console.log(`stats ${JSON.stringify(r.stats)}`);
     for (const v of r.violations) console.log(`violation ${v}`);
-    console.log(r.ok ? 'PASS' : `FAIL (replay: ${replayCommand(seed)})`);
+    console.log(r.ok ? 'PASS' : `FAIL (replay: ${replayOf(strategy as SwarmStrategy, seed)})`);
     // exitCode, not exit(): stdout to a pipe is asynchronous, and exit() cut verbose output
     // (and the trace line) at about 64 KiB.
     process.exitCode = r.ok ? 0 : 1;

@@ -9,16 +9,21 @@ export function notLeaderError(leaderId: NodeId | '', selfId: NodeId): string {
   return leaderId !== '' && leaderId !== selfId ? `not leader; leader is ${leaderId}` : 'no leader elected yet';
 }
 
+/** not_leader when another node is known to lead, else no_leader. */
+export function notLeaderCode(leaderId: NodeId | '', selfId: NodeId): 'not_leader' | 'no_leader' {
+  return leaderId !== '' && leaderId !== selfId ? 'not_leader' : 'no_leader';
+}
+
 export function notLeaderReply(id: number, leaderId: NodeId | '', selfId: NodeId): ClientReply {
   if (leaderId !== '' && leaderId !== selfId) {
-    return { id, ok: false, code: 'not_leader', status: 409, error: `not leader; leader is ${leaderId}`, leader_id: leaderId };
+    return { id, ok: false, code: 'not_leader', error: `not leader; leader is ${leaderId}`, leader_id: leaderId };
   }
-  return { id, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' };
+  return { id, ok: false, code: 'no_leader', error: 'no leader elected yet' };
 }
 
 /** (index, term) names one entry: another entry applied at a proposal's index means it never will be. */
 export function replacedReply(id: number, leaderId: NodeId | '', selfId: NodeId): ClientReply {
-  const base = { id, ok: false as const, status: 409 as const };
+  const base = { id, ok: false as const };
   const error = 'leadership changed before the entry committed; it was discarded, retry';
   if (leaderId !== '' && leaderId !== selfId) {
     return { ...base, code: 'not_leader', error: `${error} (leader is ${leaderId})`, leader_id: leaderId };
@@ -27,5 +32,5 @@ export function replacedReply(id: number, leaderId: NodeId | '', selfId: NodeId)
 }
 
 export function indeterminateReply(id: number, why: string): ClientReply {
-  return { id, ok: false, code: 'timeout', status: 409, error: `${why}; the write may still be applied`, indeterminate: true };
+  return { id, ok: false, code: 'timeout', error: `${why}; the write may still be applied`, indeterminate: true };
 }

@@ -30,6 +30,9 @@ export type LogEntry = EntryBase &
 
 export type EntryType = LogEntry['type'];
 
+/** A node's role (Figure 2); a candidate may still be in its PreVote round (dissertation §9.6). */
+export type RaftRole = 'follower' | 'candidate' | 'leader';
+
 /** The state machine at a log index, replacing every entry up to it (Raft §7). Immutable once built. */
 export interface RaftSnapshot {
   lastIncludedIndex: number;
