@@ -19,6 +19,7 @@ import { compareClocks, descends, mergeClocks, type VClock } from '../dynamo/vcl
 import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
+import { applyNetworkFault } from './network-faults.js';
 import {
   checkAcknowledged, checkQuorumOverlap, clockText, convergenceProblem, sortedJson, type KvOp,
 } from './kv-swarm-checks.js';
@@ -467,22 +468,14 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     const node = rng.chance(profile.leaderBias) ? focus : (ids[rng.int(ids.length)] as NodeId);
     const other = ids[rng.int(ids.length)] as NodeId;
     switch (kind) {
-      case 'partition': {
-        for (const pid of c.fabric.partitions().keys()) c.fabric.heal(pid);
-        const rest = ids.filter((id) => id !== node).map((id) => ({ id, r: rng.next() })).sort((x, y) => x.r - y.r);
-        const cut = rng.range(0, Math.floor((ids.length - 1) / 2));
-        c.fabric.partition([node, ...rest.slice(0, cut).map((x) => x.id)], rest.slice(cut).map((x) => x.id));
+      case 'partition':
+        applyNetworkFault(c, rng, kind, ids, node, other);
         counts.partitions++;
         return;
-      }
       case 'heal':
-        for (const pid of c.fabric.partitions().keys()) c.fabric.heal(pid);
-        return;
       case 'drop':
-        if (node !== other) c.fabric.setDropRate(node, other, rng.chance(0.3) ? 1 : rng.next() * 0.5);
-        return;
       case 'latency':
-        if (node !== other) c.fabric.setLatency(node, other, rng.range(20, 200));
+        applyNetworkFault(c, rng, kind, ids, node, other);
         return;
       case 'clear':
         c.fabric.clearFaults();

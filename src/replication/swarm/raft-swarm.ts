@@ -18,6 +18,7 @@ import { clusterConfig } from '../config.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
 import { checkRegisterHistory, describeRegisterOp, type RegisterOp } from './register-lincheck.js';
+import { applyNetworkFault } from './network-faults.js';
 
 export interface SwarmOptions {
   nodes: number;
@@ -486,22 +487,11 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     const node = leader !== undefined && rng.chance(profile.leaderBias) ? leader : (ids[rng.int(ids.length)] as NodeId);
     const other = ids[rng.int(ids.length)] as NodeId;
     switch (kind) {
-      case 'partition': {
-        for (const pid of c.fabric.partitions().keys()) c.fabric.heal(pid);
-        // A random split with the chosen node on the smaller side.
-        const rest = ids.filter((id) => id !== node).map((id) => ({ id, r: rng.next() })).sort((x, y) => x.r - y.r);
-        const cut = rng.range(0, Math.floor((ids.length - 1) / 2));
-        c.fabric.partition([node, ...rest.slice(0, cut).map((x) => x.id)], rest.slice(cut).map((x) => x.id));
-        return;
-      }
+      case 'partition':
       case 'heal':
-        for (const pid of c.fabric.partitions().keys()) c.fabric.heal(pid);
-        return;
       case 'drop':
-        if (node !== other) c.fabric.setDropRate(node, other, rng.chance(0.3) ? 1 : rng.next() * 0.5);
-        return;
       case 'latency':
-        if (node !== other) c.fabric.setLatency(node, other, rng.range(20, 200));
+        applyNetworkFault(c, rng, kind, ids, node, other);
         return;
       case 'clear':
         c.fabric.clearFaults();
