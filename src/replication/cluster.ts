@@ -13,7 +13,7 @@ import { nodeIndex } from '../../protocol/actor.js';
 import { LiveFabricDriver, type WirePayload } from '../fabric/live.js';
 import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
 import { liveRng } from '../util/rng.js';
-import type { ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreStatus, CoreTimings, NodeId, Version } from './core.js';
+import { lastEntryEpochOf, type ClientOp, type ClientReply, type ClusterConfig, type CoreEvent, type CoreStatus, type CoreTimings, type NodeId, type Version } from './core.js';
 import { NodeHandle, type ExitInfo } from './node-handle.js';
 import { HistoryRing, type HistoryOp } from './history.js';
 import { DurableStore } from './durable-store.js';
@@ -591,11 +591,10 @@ export class Cluster {
       this.leaderId = undefined;
       return undefined;
     }
-    // Known bug (single_leader swarm, make sim STRATEGY=single_leader SEED=1653): ranking by
-    // last_applied lets a restarted ex-leader with orphaned entries of an old epoch win over the
-    // follower holding a newer acknowledged semi_sync write. Ranking by the last entry's epoch first
-    // needs that epoch tracked through snapshots and restarts (seed 221 fails without it).
-    statuses.sort((a, b) => b.s.last_applied - a.s.last_applied || nodeIndex(a.n.id) - nodeIndex(b.n.id));
+    // Most up-to-date log first: the epoch of the last entry, then its index (Raft §5.4.1's rule).
+    // By last_applied alone a restarted ex-leader with orphaned entries of an old epoch won over the
+    // follower holding a newer acknowledged semi_sync write (single_leader swarm, seed 1653).
+    statuses.sort((a, b) => lastEntryEpochOf(b.s) - lastEntryEpochOf(a.s) || b.s.last_applied - a.s.last_applied || nodeIndex(a.n.id) - nodeIndex(b.n.id));
     const chosen = (statuses[0] as { n: NodeHandle }).n.id;
     this.epoch++;
     this.leaderId = chosen;

@@ -193,6 +193,12 @@ export interface CoreStatus {
   extra?: Record<string, unknown>;
 }
 
+/** single_leader: the epoch of a node's last log entry, from its status (0 when absent). */
+export function lastEntryEpochOf(s: CoreStatus): number {
+  const v = s.extra?.['last_entry_epoch'];
+  return typeof v === 'number' ? v : 0;
+}
+
 export interface CoreOptions {
   id: NodeId;
   cluster_id: string;

@@ -34,7 +34,7 @@ type Msg =
   /** Leader -> follower: entries after `prev`; `last` is the leader's last index, `commit` its commit index. */
   | { t: 'append'; epoch: number; leader: NodeId; prev: number; entries: LogEntry[]; last: number; commit: number }
   /** Leader -> follower too far behind the retained log (or on a diverged history): the whole store. */
-  | { t: 'snapshot'; epoch: number; leader: NodeId; index: number; store: Version[]; last: number; commit: number }
+  | { t: 'snapshot'; epoch: number; leader: NodeId; index: number; store: Version[]; last: number; commit: number; lastEntryEpoch?: number }
   /** Follower -> leader: `match` is the follower's last index; ok=false asks for entries after match (or a snapshot when match < 0). */
   | { t: 'ack'; epoch: number; match: number; ok: boolean };
 
@@ -75,7 +75,8 @@ const compactChunk = 250;
 type SlRecord =
   | ['e', number, number, number, ...Array<string | null>]
   | ['l', number, NodeId]
-  | ['c', number, NodeId, number, Version[]];
+  /** A checkpoint: epoch, leader, last index, the store, and the epoch of the last entry. */
+  | ['c', number, NodeId, number, Version[], number?];
 
 function entryRecord(e: LogEntry): SlRecord {
   const r: SlRecord = ['e', e.index, e.epoch, e.ts];
@@ -98,6 +99,8 @@ interface SlPersisted {
   store: Map<string, Version>;
   /** Entries appended since the last checkpoint, oldest first (the core compacts them on start). */
   log: LogEntry[];
+  /** The epoch of the last entry appended (failover ranks candidates by it first). */
+  lastEntryEpoch: number;
 }
 
 /** Bytes a stored version is counted as (limits.ts storedEntryOverheadBytes). */
@@ -127,10 +130,10 @@ function isPersisted(p: unknown): p is SlPersisted {
 export const singleLeaderDurableFold: DurableFold = {
   fold(state, record) {
     if (!isSlRecord(record)) return state;
-    const st: SlPersisted = isPersisted(state) ? state : { epoch: 0, leader: '', index: 0, store: new Map(), log: [] };
+    const st: SlPersisted = isPersisted(state) ? state : { epoch: 0, leader: '', index: 0, store: new Map(), log: [], lastEntryEpoch: 0 };
     switch (record[0]) {
       case 'c':
-        return { epoch: record[1], leader: record[2], index: record[3], store: new Map(record[4].map((v) => [v.key, v])), log: [] };
+        return { epoch: record[1], leader: record[2], index: record[3], store: new Map(record[4].map((v) => [v.key, v])), log: [], lastEntryEpoch: record[5] ?? record[1] };
       case 'l':
         st.epoch = record[1];
         st.leader = record[2];
@@ -141,6 +144,7 @@ export const singleLeaderDurableFold: DurableFold = {
         for (const o of e.ops) st.store.set(o.key, versionOf(o, e, st.leader));
         st.log.push(e);
         st.index = e.index;
+        st.lastEntryEpoch = e.epoch;
         return st;
       }
     }
@@ -160,6 +164,8 @@ export class SingleLeaderCore implements NodeCore {
 
   private leaderId: NodeId;
   private epoch = 0;
+  /** The epoch of the last log entry (kept through snapshots and restarts): failover ranks by it first. */
+  private lastEntryEpoch = 0;
   /** Retained log suffix; log[0] has index firstIndex. */
   private log: LogEntry[] = [];
   private firstIndex = 1;
@@ -221,6 +227,7 @@ export class SingleLeaderCore implements NodeCore {
     }
     this.firstIndex = p.log[0]?.index ?? p.index + 1;
     this.lastIndex = p.index;
+    this.lastEntryEpoch = p.lastEntryEpoch;
     this.lastApplied = p.index;
     this.commitIndex = p.index;
     this.compact();
@@ -234,7 +241,7 @@ export class SingleLeaderCore implements NodeCore {
   /** The whole store as one record, once the records since the last one outweigh it (limits.ts). */
   private maybeCheckpoint(): void {
     if (this.durableSinceCheckpoint <= Math.max(durableCheckpointMinBytes, this.storeBytes)) return;
-    this.durable(['c', this.epoch, this.leaderId, this.lastApplied, [...this.store.values()]]);
+    this.durable(['c', this.epoch, this.leaderId, this.lastApplied, [...this.store.values()], this.lastEntryEpoch]);
     this.durableSinceCheckpoint = 0;
   }
 
@@ -343,6 +350,7 @@ export class SingleLeaderCore implements NodeCore {
     const bytes = entryBytes(e);
     this.logBytes += bytes;
     this.lastIndex = e.index;
+    this.lastEntryEpoch = e.epoch;
     this.durable(entryRecord(e), bytes);
     this.apply(e);
   }
@@ -471,7 +479,8 @@ export class SingleLeaderCore implements NodeCore {
       this.store.set(v.key, v);
       this.storeBytes += versionBytes(v);
     }
-    this.durable(['c', this.epoch, this.leaderId, m.index, m.store]);
+    this.lastEntryEpoch = m.lastEntryEpoch ?? m.epoch;
+    this.durable(['c', this.epoch, this.leaderId, m.index, m.store, this.lastEntryEpoch]);
     this.durableSinceCheckpoint = 0;
     this.log = [];
     this.logBytes = 0;
@@ -574,7 +583,7 @@ export class SingleLeaderCore implements NodeCore {
         p.next = this.lastIndex + 1;
         p.inflight = 1;
         p.sentAt = now;
-        this.send(f, { t: 'snapshot', epoch: this.epoch, leader: this.id, index: this.lastIndex, store: [...this.store.values()], last: this.lastIndex, commit: this.commitIndex });
+        this.send(f, { t: 'snapshot', epoch: this.epoch, leader: this.id, index: this.lastIndex, store: [...this.store.values()], last: this.lastIndex, commit: this.commitIndex, lastEntryEpoch: this.lastEntryEpoch });
         continue;
       }
       if (p.next > this.lastIndex || p.inflight >= inflightMax) continue;
@@ -672,6 +681,7 @@ export class SingleLeaderCore implements NodeCore {
       lag: this.isLeader() ? 0 : Math.max(0, this.leaderLast - this.lastApplied),
       extra: {
         last_index: this.lastIndex, first_retained_index: this.firstIndex, epoch: this.epoch, mode: this.mode,
+        last_entry_epoch: this.lastEntryEpoch,
         hlc_remote_refused: this.clock.remoteRefused,
         stored_bytes: this.storeBytes + this.logBytes,
         stored_bytes_max: Number.isFinite(this.storedBytesMax) ? this.storedBytesMax : null,

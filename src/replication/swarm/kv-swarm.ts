@@ -20,6 +20,7 @@ import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
 import { applyNetworkFault } from './network-faults.js';
+import { lastEntryEpochOf } from '../core.js';
 import {
   checkAcknowledged, checkQuorumOverlap, clockText, convergenceProblem, sortedJson, type KvOp,
 } from './kv-swarm-checks.js';
@@ -319,7 +320,9 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     const candidates = ids.filter((id) => c.state(id) === 'online');
     if (candidates.length === 0) return;
     const applied = (id: NodeId): number => c.core(id).status(c.now).last_applied;
-    candidates.sort((a, b) => applied(b) - applied(a) || ids.indexOf(a) - ids.indexOf(b));
+    // As cluster.ts failover(): the epoch of the last log entry first, then last_applied.
+    const lastEpoch = (id: NodeId): number => lastEntryEpochOf(c.core(id).status(c.now));
+    candidates.sort((a, b) => lastEpoch(b) - lastEpoch(a) || applied(b) - applied(a) || ids.indexOf(a) - ids.indexOf(b));
     leader = candidates[0] as NodeId;
     epoch++;
     counts.failovers++;
