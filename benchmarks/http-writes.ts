@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startChild, table, wrkAvailable } from './lib.js';
+import { startChild, table, toMs, wrkAvailable } from './lib.js';
 import { median, recordResult } from './results.js';
 
 const connections = 64;
@@ -103,12 +103,6 @@ interface Slice {
   socketErrors: number;
 }
 
-function toMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-}
 
 const luaDir = mkdtempSync(path.join(tmpdir(), 'bench-http-writes-'));
 process.on('exit', () => rmSync(luaDir, { recursive: true, force: true }));

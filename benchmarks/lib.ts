@@ -17,8 +17,9 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-export async function startChild(entry: string, env: Record<string, string>, portVar: string): Promise<Child> {
-  const proc = spawn(process.execPath, [path.join(distRoot, entry)], {
+/** Starts `entry` (relative to a dist/ directory: this build's by default, or another build's). */
+export async function startChild(entry: string, env: Record<string, string>, portVar: string, dist = distRoot): Promise<Child> {
+  const proc = spawn(process.execPath, [path.join(dist, entry)], {
     env: { ...process.env, LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'error', [portVar]: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -54,7 +55,8 @@ export interface WrkResult {
   errors: number;
 }
 
-function toMs(s: string): number {
+/** A wrk duration ("850.12us", "1.20ms", "2.01s") in milliseconds; NaN when unreadable. */
+export function toMs(s: string): number {
   const m = /([\d.]+)(us|ms|s)/.exec(s);
   if (!m) return NaN;
   const v = Number(m[1]);

@@ -11,10 +11,9 @@
  * and its main thread alone, which runs HTTP and the fabric and is the bottleneck): on a machine
  * shared with other work, req/s swings with the neighbours, CPU per write much less.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { distRoot, postJson, runWrk, staticPostLua, table, wrkAvailable } from './lib.js';
+import { distRoot, postJson, runWrk, startChild, staticPostLua, table, wrkAvailable, type Child } from './lib.js';
 import { recordResult } from './results.js';
 
 const baseDir = process.env['BASE_DIR'];
@@ -42,11 +41,6 @@ const configs: Array<{ name: string; body: Record<string, unknown> }> = [
   { name: 'raft, 3 nodes', body: { strategy: 'raft', node_count: 3 } },
 ].filter((c) => !only || only.some((o) => c.name.startsWith(o)));
 
-interface Server {
-  port: number;
-  pid: number;
-  stop(): Promise<void>;
-}
 
 /** CPU seconds (user + system) of a process, or of its main thread only, from /proc. */
 function cpuSeconds(pid: number, mainThreadOnly: boolean): number {
@@ -59,33 +53,9 @@ function cpuSeconds(pid: number, mainThreadOnly: boolean): number {
 /** BASE_ENV: extra environment (JSON object) for the base server only, to compare a switch within one build. */
 const baseEnv = JSON.parse(process.env['BASE_ENV'] ?? '{}') as Record<string, string>;
 
-function start(root: string, extraEnv: Record<string, string> = {}): Promise<Server> {
-  const proc: ChildProcess = spawn(process.execPath, [path.join(root, 'dist/src/replication/main.js')], {
-    env: { ...process.env, LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'error', REPLSIM_PORT: '0', ...extraEnv },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${root} did not start`)), 20_000);
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"port":(\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({
-          port: Number(m[1]),
-          pid: proc.pid as number,
-          stop: () => new Promise<void>((done) => {
-            if (proc.exitCode !== null) return done();
-            proc.once('exit', () => done());
-            proc.kill('SIGTERM');
-          }),
-        });
-      }
-    });
-    proc.once('exit', (c) => reject(new Error(`${root} exited ${c}`)));
-  });
-}
+/** The replication simulator of the build at `root` (a checkout with dist/ built). */
+const start = (root: string, extraEnv: Record<string, string> = {}): Promise<Child> =>
+  startChild('src/replication/main.js', extraEnv, 'REPLSIM_PORT', path.join(root, 'dist'));
 
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 const lua = staticPostLua({ key: 'bench', value: 'a-value-of-some-thirty-two-bytes' });
@@ -110,7 +80,7 @@ for (const cfg of configs) {
     // Alternate which goes first so neither always follows the other's garbage.
     const order = i % 2 === 0 ? [0, 1] : [1, 0];
     for (const k of order) {
-      const pid = (servers[k] as Server).pid;
+      const pid = (servers[k] as Child).proc.pid as number;
       const [all0, main0] = [cpuSeconds(pid, false), cpuSeconds(pid, true)];
       const r = runWrk(urls[k] as string, { connections, seconds: sliceSeconds, lua });
       const c = cpu[k] as { all: number; main: number; writes: number };
