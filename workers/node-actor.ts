@@ -2,7 +2,7 @@
  * The node actor: one simulated node in its own worker_thread. A thin shell around a pure core:
  * decode what arrives (peer frames from the fabric, client request batches), step the core with
  * the current time, drain its output, encode, post. A step's durable records go in the same post
- * as its sends and replies, first (etcd raft's Ready contract); a restarted node folds the records
+ * as its sends and replies, as the first frame of its `net` buffer (etcd raft's Ready contract); a restarted node folds the records
  * it is handed into its core's `persisted` state. Control calls arrive over comlink. It holds no
  * protocol logic and never talks to another worker directly: every peer message goes to the
  * front process's fabric.
@@ -16,7 +16,8 @@ import { loadStrategy } from '../src/replication/cores/index.js';
 import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
 import { SeededRng } from '../src/util/rng.js';
 import {
-  decode, encode, encodeTransferable, forEachDurableRecord, FrameWriter, nodeIdOf, nodeIndex, readFrames, type ActorOut, type FromActor, type ToActor,
+  decode, durableCheckpointFrameIndex, durableFrameIndex, encode, encodeTransferable, forEachDurableRecord, FrameWriter, nodeIdOf,
+  nodeIndex, readFrames, type ActorOut, type FromActor, type ToActor,
 } from '../protocol/actor.js';
 import { initTracing, startSpan, tracing, type SpanHandle } from '../src/tracing/tracing.js';
 
@@ -64,26 +65,28 @@ function flush(): void {
   core.drain(out);
   const msg: FromActor = {};
   const transfer: ArrayBuffer[] = [];
-  let dur: Uint8Array | undefined;
-  let ckpt = false;
+  // The step's durable records go first in the `net` buffer (protocol/actor.ts durableFrameIndex).
+  const w = new FrameWriter();
   if (durable.length > 0) {
     // Records before the step's last checkpoint are superseded by it: only the rest is posted.
     let from = 0;
+    let checkpoint = false;
     if (fold !== undefined) {
       for (let i = durable.length - 1; i >= 0; i--) {
         if (fold.isCheckpoint(durable[i])) {
           from = i;
-          ckpt = true;
+          checkpoint = true;
           break;
         }
       }
     }
-    // A copy: the codec reuses its buffer, and this is packed again inside `out` below.
-    dur = encode(from === 0 ? durable : durable.slice(from)).slice();
+    // FrameWriter copies the bytes when it finishes, after the codec may have reused its buffer
+    // for the sends below: take a copy now.
+    const records = encode(from === 0 ? durable : durable.slice(from)).slice();
+    w.add(checkpoint ? durableCheckpointFrameIndex : durableFrameIndex, records);
     durable.length = 0;
   }
   if (out.messages.length > 0) {
-    const w = new FrameWriter();
     if (stepParent !== undefined) {
       const replicate = startSpan('node.replicate', stepParent, { node: core.id, messages: out.messages.length });
       const tp = replicate?.traceparent();
@@ -102,9 +105,11 @@ function flush(): void {
         w.add(nodeIndex(m.to), lastBytes);
       }
     }
+    out.messages.length = 0;
+  }
+  if (w.count > 0) {
     msg.net = w.finish();
     transfer.push(msg.net);
-    out.messages.length = 0;
   }
   stepParent = undefined;
   if (awaiting.size > 0) {
@@ -118,12 +123,8 @@ function flush(): void {
     }
   }
   if (!eventsEnabled) out.events.length = 0;
-  if (out.replies.length > 0 || out.events.length > 0 || dur !== undefined) {
+  if (out.replies.length > 0 || out.events.length > 0) {
     const doc: ActorOut = { replies: out.replies, events: out.events };
-    if (dur !== undefined) {
-      doc.dur = dur;
-      if (ckpt) doc.ckpt = true;
-    }
     msg.out = encodeTransferable(doc);
     transfer.push(msg.out);
     out.replies.length = 0;

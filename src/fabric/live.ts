@@ -4,7 +4,7 @@
  * next due time, for latency) hands each destination one frame buffer with everything due for it.
  * The fabric itself stays a clock-free data structure; this is only its pump.
  */
-import { FrameWriter, nodeIdOf, nodeIndex, readFrames } from '../../protocol/actor.js';
+import { FrameWriter, nodeIdOf, nodeIndex, readFrames, reservedFrameIndexMin } from '../../protocol/actor.js';
 
 /** Node id strings by frame index, and back: per-message conversions cost nothing after the first. */
 const idByIndex: string[] = [];
@@ -51,6 +51,7 @@ export class LiveFabricDriver {
   submitFrames(fromId: string, buf: ArrayBuffer): void {
     const now = this.now();
     readFrames(buf, (toIdx, bytes, tp) => {
+      if (toIdx >= reservedFrameIndexMin) return; // the sender's durable records, stored by its handle
       if (tp === undefined) {
         this.fabric.submit(fromId, idOf(toIdx), bytes, now);
         return;

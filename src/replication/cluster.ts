@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Fabric } from '../fabric/fabric.js';
-import { nodeIndex } from '../../protocol/actor.js';
+import { nodeIndex, reservedFrameIndexMin } from '../../protocol/actor.js';
 import { LiveFabricDriver, type WirePayload } from '../fabric/live.js';
 import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
 import { liveRng } from '../util/rng.js';
@@ -380,9 +380,20 @@ export class Cluster {
     this.kick();
   }
 
+  /**
+   * A fresh node id for add-node. Node numbers are frame indexes on the wire (protocol/actor.ts), so
+   * they stay below the reserved ones: past that (32,765 add-node calls on one cluster) a 409.
+   */
+  private newNodeId(): string {
+    if (this.nextNodeNumber >= reservedFrameIndexMin) {
+      throw new ReplicationError('refused', `cluster ${this.id} has used all ${reservedFrameIndexMin - 1} node ids; create a new cluster`);
+    }
+    return `n${this.nextNodeNumber++}`;
+  }
+
   async addNode(): Promise<NodeHandle> {
     if (this.config.strategy === 'raft') return this.addRaftNode();
-    const id = `n${this.nextNodeNumber++}`;
+    const id = this.newNodeId();
     const peers = [...this.nodes.keys(), id];
     this.regions[id] = peers.length % Math.max(1, this.config.regions);
     this.fabric.addNode(id);
@@ -485,7 +496,7 @@ export class Cluster {
     if (!leader) {
       throw new ReplicationError('no_leader', 'no leader elected yet; a raft membership change needs a leader');
     }
-    const id = `n${this.nextNodeNumber++}`;
+    const id = this.newNodeId();
     const peers = [...this.nodes.keys(), id];
     this.regions[id] = 0;
     this.fabric.addNode(id);

@@ -10,7 +10,7 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { decode, encodeTransferable, type ActorOut, type FromActor } from '../../protocol/actor.js';
+import { decode, encodeTransferable, leadingDurableFrame, type ActorOut, type FromActor } from '../../protocol/actor.js';
 import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
 import type { ClientOp, ClientReply, ControlResult, CoreEvent, CoreOptions } from './core.js';
 import { DurableStore } from './durable-store.js';
@@ -332,9 +332,16 @@ export class NodeHandle {
 
   private onMessage(m: FromActor): void {
     const out = m.out === undefined ? undefined : decode<ActorOut<ClientReply, CoreEvent>>(new Uint8Array(m.out));
-    // Durable first: storage has a step's records before any of its sends or replies go out.
-    if (out?.dur !== undefined) this.durable.append(out.dur, out.ckpt === true);
-    if (m.net) this.hooks.onNet(this.id, m.net);
+    // Durable first: storage has a step's records (the leading frame of its `net` buffer) before
+    // any of its sends or replies go out. The fabric skips that frame (a reserved index).
+    if (m.net) {
+      const records = leadingDurableFrame(m.net);
+      if (records === undefined) this.hooks.onNet(this.id, m.net);
+      else {
+        this.durable.append(records.bytes, records.checkpoint);
+        if (records.end < m.net.byteLength) this.hooks.onNet(this.id, m.net);
+      }
+    }
     if (out !== undefined) {
       for (const r of out.replies) {
         const p = this.pending.get(r.id);

@@ -9,7 +9,12 @@ import { effectiveConfig } from '../../src/replication/config.js';
 import { defaultTimings, emptyOutput, type ClientOp, type CoreOptions, type NodeCore, type Strategy } from '../../src/replication/core.js';
 import { loadStrategy } from '../../src/replication/cores/index.js';
 import { DurableStore } from '../../src/replication/durable-store.js';
-import { encode, forEachDurableRecord } from '../../protocol/actor.js';
+import {
+  durableCheckpointFrameIndex, durableFrameIndex, encode, forEachDurableRecord, FrameWriter, leadingDurableFrame, readFrames,
+  reservedFrameIndexMin,
+} from '../../protocol/actor.js';
+import { Fabric } from '../../src/fabric/fabric.js';
+import { LiveFabricDriver, type WirePayload } from '../../src/fabric/live.js';
 import { SeededRng } from '../../src/util/rng.js';
 
 function options(strategy: Strategy, extra: Partial<CoreOptions> = {}): CoreOptions {
@@ -98,4 +103,36 @@ t.test('DurableStore: a checkpoint forgets older records; contents are copies in
   s.clear();
   t.equal(s.bytes, 0);
   t.same(s.contents(), [], 'cleared');
+});
+
+t.test('durable frames: the leading frame of a net buffer, skipped by the live fabric', async (t) => {
+  const records = encode([['a', 1]]).slice();
+  const send = encode({ kind: 'ack' }).slice();
+  for (const checkpoint of [false, true]) {
+    const w = new FrameWriter();
+    w.add(checkpoint ? durableCheckpointFrameIndex : durableFrameIndex, records);
+    w.add(2, send);
+    const buf = w.finish();
+    const lead = leadingDurableFrame(buf);
+    t.ok(lead, 'found');
+    t.same([...(lead?.bytes ?? [])], [...records], 'the records, byte for byte');
+    t.equal(lead?.checkpoint, checkpoint, 'checkpoint flag');
+    t.ok((lead?.end ?? 0) < buf.byteLength, 'sends follow');
+    const fabric = new Fabric<WirePayload>({});
+    fabric.addNode('n1');
+    fabric.addNode('n2');
+    const got: Array<[string, number]> = [];
+    const driver = new LiveFabricDriver(fabric, (to, frames) => {
+      readFrames(frames, (from, bytes) => got.push([to, from === 1 ? bytes.byteLength : -1]));
+    });
+    driver.submitFrames('n1', buf);
+    await new Promise((r) => setImmediate(r));
+    driver.close();
+    t.same(got, [['n2', send.byteLength]], 'only the send reaches the fabric, from n1 to n2');
+  }
+  const plain = new FrameWriter();
+  plain.add(2, send);
+  t.equal(leadingDurableFrame(plain.finish()), undefined, 'a buffer of sends only has no durable frame');
+  t.equal(leadingDurableFrame(new ArrayBuffer(3)), undefined, 'shorter than a header');
+  t.ok(reservedFrameIndexMin > 64 && durableFrameIndex < 0x8000, 'reserved indexes lie above every node index and below the traced flag');
 });
