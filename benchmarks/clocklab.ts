@@ -41,7 +41,10 @@ let frames = 0;
 const sockets = [];
 for (let i = 0; i < n; i++) {
   const ws = new WebSocket(url);
-  ws.on('message', (data) => { frames++; if (data.indexOf(mark) >= 0 && --remaining === 0) process.stdout.write('done ' + frames + '\\n'); });
+  ws.on('message', (data) => {
+    frames++;
+    if (data.indexOf(mark) >= 0 && --remaining === 0) process.stdout.write('done ' + frames + '\\n');
+  });
   await new Promise((r) => ws.once('open', r));
   sockets.push(ws);
 }
@@ -184,7 +187,7 @@ async function main(): Promise<void> {
         runs: [r.framesPerSec],
         baselineRuns: [base],
         ratio: r.framesPerSec / base,
-        method: `Frames per second delivered from the clock lab's event bus to WebSocket clients (real server and sockets; clients in a child process) for ${events.toLocaleString('en-US')} events, one run per client count (no range), ${r.dropped} dropped; ratio = N clients ÷ 1 client.`,
+        method: `Frames per second delivered from the clock lab's event bus to WebSocket clients (real ` + `server and sockets; clients in a child process) for ${events.toLocaleString('en-US')} ` + `events, one run per client count (no range), ${r.dropped} dropped; ratio = N clients ÷ 1 client.`,
       });
     }
   }
@@ -211,7 +214,7 @@ async function main(): Promise<void> {
       runs: [r],
       baselineRuns: [baseline],
       ratio: r / baseline,
-      method: 'Application messages per second sent and causally delivered in virtual time in one thread, one run each (no range), against the bare fabric moving 200,000 messages in the same process; ratio = lab ÷ bare fabric.',
+      method: 'Application messages per second sent and causally delivered in virtual time in one ' + 'thread, one run each (no range), against the bare fabric moving 200,000 messages in ' + 'the same process; ratio = lab ÷ bare fabric.',
     });
   }
   table('2. messages/s between processes (send + causal delivery, virtual time)', ['path', 'processes', 'cast', 'messages/s', 'vs baseline'], msgRows);
@@ -232,7 +235,7 @@ async function main(): Promise<void> {
         runs: [r.ms],
         baselineRuns: [base10],
         ratio: r.ms / base10,
-        method: `Wall (CPU) time of one snapshot to completion in virtual time with 1-ms channels, mean over ${runs} snapshots (no range); ratio = N processes ÷ 10 processes.`,
+        method: 'Wall (CPU) time of one snapshot to completion in virtual time with 1-ms channels, ' + `mean over ${runs} snapshots (no range); ratio = N processes ÷ 10 processes.`,
       });
     }
   }

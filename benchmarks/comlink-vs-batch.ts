@@ -82,7 +82,7 @@ recordResult({
   baselineRuns: comlinkRuns,
   ratio: median(ratios),
   ratioRuns: ratios,
-  method: `Requests per second answered by one echo worker (workers/bench-echo.ts, no replication core) with 64 concurrent callers in the front process, ${seconds} s per timing, ${reps} alternating repetitions, worker start-up not timed; ratio = batched ÷ comlink.`,
+  method: 'Requests per second answered by one echo worker (workers/bench-echo.ts, no ' + `replication core) with 64 concurrent callers in the front process, ${seconds} s per ` + `timing, ${reps} alternating repetitions, worker start-up not timed; ratio = batched ÷ comlink.`,
 });
 console.log(table([
   { transport: 'comlink call per request', 'req/s': Math.round(viaComlink), ratio: 1 },

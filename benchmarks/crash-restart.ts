@@ -97,6 +97,6 @@ for (const [strategy, r] of Object.entries(results)) {
     baselineRuns: r.writes,
     ratioRuns: r.caughtUp.map((x, i) => x / (r.writes[i] as number)),
     ratio: r.caughtUp.reduce((a, b) => a + b, 0) / r.writes.reduce((a, b) => a + b, 0),
-    method: `a follower is crashed (worker killed), ${entries} writes are committed without it, then POST .../restart; timed from the restart request (a new worker folding its durable records) until the follower's last_applied reaches the leader's, polled every 5 ms; the baseline is the time the same writes took`,
+    method: `a follower is crashed (worker killed), ${entries} writes are committed without it, ` + 'then POST .../restart; timed from the restart request (a new worker folding its ' + `durable records) until the follower's last_applied reaches the leader's, polled every ` + '5 ms; the baseline is the time the same writes took',
   });
 }

@@ -118,7 +118,7 @@ function main(): void {
       baselineRuns: baseRuns,
       ratio: median(ratios),
       ratioRuns: ratios,
-      method: `The fabric data structure alone in one thread (no workers, no encoding): ${rounds} rounds × ${perLinkPerRound} 48-byte messages per link per round through submit + deliverDue, against the same messages pushed into plain arrays; ${reps} alternating repetitions after one warm-up pass; ratio = fabric ÷ arrays.`,
+      method: `The fabric data structure alone in one thread (no workers, no encoding): ${rounds} ` + `rounds × ${perLinkPerRound} 48-byte messages per link per round through submit + ` + `deliverDue, against the same messages pushed into plain arrays; ${reps} alternating ` + 'repetitions after one warm-up pass; ratio = fabric ÷ arrays.',
     });
     rows.push([
       String(c.nodes),

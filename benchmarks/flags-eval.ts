@@ -8,7 +8,8 @@
  * simple boolean flag, (b) 10 rules, targets, a prerequisite and a segment. Both sides must give
  * the same value and reason kind for every context first. Rounds alternate the order of the four
  * timings; the median and range over rounds are recorded. It does not time HTTP (flags-http does).
- * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per timing, default 0.5] [rounds, default 5]
+ * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per timing, default 0.5]
+ *   [rounds, default 5]
  */
 import { Context, init, integrations, type LDClient, type LDContext, type LDEvaluationDetail } from '@launchdarkly/node-server-sdk';
 import { median, recordResult } from './results.js';
@@ -263,9 +264,9 @@ async function main(): Promise<void> {
         if (theirsSync.value !== theirs.value || theirsSync.reason.kind !== theirs.reason.kind) disagree++;
         if (f === complex) reasons.set(ours.reason.kind, (reasons.get(ours.reason.kind) ?? 0) + 1);
       }
-      if (disagree > 0) throw new Error(`${f.key}: simlab's evaluator and LaunchDarkly's disagree on ${disagree} evaluations of ${contextsCount} contexts`);
+      if (disagree > 0) throw new Error(`${f.key}: simlab's evaluator and LaunchDarkly's disagree on ${disagree} evaluations ` + `of ${contextsCount} contexts`);
     }
-    console.log(`Equivalence: simlab and LaunchDarkly (sync and awaited) agree on value and reason kind for ${contextsCount} contexts on both flags.`);
+    console.log('Equivalence: simlab and LaunchDarkly (sync and awaited) agree on value and reason ' + `kind for ${contextsCount} contexts on both flags.`);
     console.log(`Complex-flag outcomes over the pool: ${[...reasons].map(([k, n]) => `${k} ${n}`).join(', ')}\n`);
 
     const cases = [
@@ -289,13 +290,13 @@ async function main(): Promise<void> {
         for (const k of thisRound) runs[k].push(await timings[k]());
       }
       const ratios = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] as number));
-      const fmt = (xs: number[]) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.round(Math.min(...xs)).toLocaleString('en-US')}–${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
+      const fmt = (xs: number[]) => `${Math.round(median(xs)).toLocaleString('en-US')} ` + `(${Math.round(Math.min(...xs)).toLocaleString('en-US')}–` + `${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
       const syncRatios = ratios(runs.oursSync, runs.ldSync);
       const awaitedRatios = ratios(runs.oursAwaited, runs.ldAwaited);
       console.log(`${name}:`);
-      console.log(`  sync     simlab evaluate() ${fmt(runs.oursSync)} evals/s  LD Evaluator.evaluateCb ${fmt(runs.ldSync)} evals/s  ratio ${median(syncRatios).toFixed(2)}`);
-      console.log(`  awaited  simlab (async)    ${fmt(runs.oursAwaited)} evals/s  LD variationDetail     ${fmt(runs.ldAwaited)} evals/s  ratio ${median(awaitedRatios).toFixed(2)}`);
-      const common = `${contextsCount} distinct contexts (the same on both sides, both evaluators checked to agree on every one), ${rounds} rounds of ${secondsPerCase} s per path in alternating order, events off, LaunchDarkly fed offline by TestData`;
+      console.log(`  sync     simlab evaluate() ${fmt(runs.oursSync)} evals/s  LD Evaluator.evaluateCb ` + `${fmt(runs.ldSync)} evals/s  ratio ${median(syncRatios).toFixed(2)}`);
+      console.log(`  awaited  simlab (async)    ${fmt(runs.oursAwaited)} evals/s  LD variationDetail     ` + `${fmt(runs.ldAwaited)} evals/s  ratio ${median(awaitedRatios).toFixed(2)}`);
+      const common = `${contextsCount} distinct contexts (the same on both sides, both evaluators checked ` + `to agree on every one), ${rounds} rounds of ${secondsPerCase} s per path in ` + 'alternating order, events off, LaunchDarkly fed offline by TestData';
       recordResult({
         benchmark: 'flags-eval',
         measure: `${name}, synchronous`,
@@ -306,7 +307,7 @@ async function main(): Promise<void> {
         baselineRuns: runs.ldSync,
         ratio: median(syncRatios),
         ratioRuns: syncRatios,
-        method: `Evaluations per second in one thread, ${common}; simlab gets the flag object and a plain context, LaunchDarkly the flag item from its store (looked up once) and builds its Context from the plain context per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).`,
+        method: `Evaluations per second in one thread, ${common}; simlab gets the flag object and a ` + 'plain context, LaunchDarkly the flag item from its store (looked up once) and builds ' + 'its Context from the plain context per call; ratio = simlab ÷ LaunchDarkly (> 1: ' + 'simlab faster).',
       });
       recordResult({
         benchmark: 'flags-eval',
@@ -318,10 +319,10 @@ async function main(): Promise<void> {
         baselineRuns: runs.ldAwaited,
         ratio: median(awaitedRatios),
         ratioRuns: awaitedRatios,
-        method: `Evaluations per second, one awaited call after another in one thread, ${common}; both sides look the flag up by key per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).`,
+        method: `Evaluations per second, one awaited call after another in one thread, ${common}; both ` + 'sides look the flag up by key per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).',
       });
     }
-    console.log(`\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`);
+    console.log(`\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct ` + `contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`);
   } finally {
     client.close();
   }

@@ -119,7 +119,7 @@ async function openStreams(port: number, sdkKey: string, n: number): Promise<Str
   const sockets: Socket[] = [];
   const tails: string[] = [];
   let watch: { marker: string; left: number; seen: boolean[]; done: () => void } | undefined;
-  const request = `GET /sdk/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${sdkKey}\r\nAccept: text/event-stream\r\n\r\n`;
+  const request = `GET /sdk/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${sdkKey}\r\n` + `Accept: text/event-stream\r\n\r\n`;
   const batch = 250;
   for (let i = 0; i < n; i += batch) {
     const opened: Array<Promise<void>> = [];
@@ -233,7 +233,7 @@ try {
       baselineRuns: baseRps,
       ratio: median(ratios),
       ratioRuns: ratios,
-      method: `${wrkAvailable() ? 'wrk' : 'autocannon'}, ${connections} connections on loopback, the same request every time (one context), ${reps} alternating ${seconds}-s runs of the service and of a bare uWS hello-world (both processes up throughout) after a 1-s warm-up; the flag service in its own process with SQLite in a temp dir, any error or non-2xx answer records nothing; ratio = service ÷ hello-world per pair.`,
+      method: `${wrkAvailable() ? 'wrk' : 'autocannon'}, ${connections} connections on loopback, the ` + `same request every time (one context), ${reps} alternating ${seconds}-s runs of the ` + 'service and of a bare uWS hello-world (both processes up throughout) after a 1-s ' + 'warm-up; the flag service in its own process with SQLite in a temp dir, any error or ' + 'non-2xx answer records nothing; ratio = service ÷ hello-world per pair.',
     });
   }
   console.log(`HTTP, ${connections} connections, ${seconds} s each (${wrkAvailable() ? 'wrk' : 'autocannon'}):\n`);
@@ -289,7 +289,7 @@ try {
     runs: lastRuns,
     baselineRuns: oneRuns,
     ratio: at5k / one,
-    method: 'Time from sending a segment PUT until every connected SSE client (raw sockets in the benchmark process, so their reading is timed too) has the patch, 3 updates per client count; ratio = N clients ÷ 1 client (medians).',
+    method: 'Time from sending a segment PUT until every connected SSE client (raw sockets in the ' + 'benchmark process, so their reading is timed too) has the patch, 3 updates per client ' + 'count; ratio = N clients ÷ 1 client (medians).',
     target: { op: '<=', value: 1000, met: at5k < 1000 },
   });
   console.log(`\n5,000 clients: ${at5k.toFixed(0)} ms (target < 1000 ms): ${at5k < 1000 ? 'met' : 'NOT met'}`);

@@ -256,7 +256,9 @@ for (const cfg of configs) {
   } catch (err) {
     // A request that got no answer at all (the server closed or died): the target fails, the rest run.
     const exit = sim.proc.exitCode !== null || sim.proc.signalCode !== null ? ` (server exited: code ${sim.proc.exitCode}, signal ${sim.proc.signalCode})` : '';
-    o.fault = `request failed: ${(err as Error).message}${(err as { cause?: Error }).cause ? `: ${(err as { cause: Error }).cause.message}` : ''}${exit}`;
+    o.fault =
+      `request failed: ${(err as Error).message}` +
+      `${(err as { cause?: Error }).cause ? `: ${(err as { cause: Error }).cause.message}` : ''}${exit}`;
   } finally {
     await sim.stop();
   }
@@ -268,10 +270,10 @@ const slAsync = ok.find((o) => o.cfg.name.startsWith('single_leader async'));
 const slAsyncRatio = slAsync ? median(slAsync.ratios) : NaN;
 const range = (xs: number[]): string => (xs.length ? `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}` : '');
 const targetVsSl = new Set(['raft, 3 nodes', 'leaderless N3 W2 R2', 'multi_leader, 3 nodes']);
-const valueText = `${keys} rotating keys, ${valueBytes}-byte values (JSON body ${JSON.stringify({ key: keyOf(0), value: valueOf(0) }).length} bytes)`;
+const valueText = `${keys} rotating keys, ${valueBytes}-byte values (JSON body ` + `${JSON.stringify({ key: keyOf(0), value: valueOf(0) }).length} bytes)`;
 const methodBase =
-  `wrk, ${wrkThreads} threads, ${connections} connections, POST /write with ${valueText}, pre-built in wrk's Lua init; ` +
-  `${rounds} rounds of alternating ${sliceSeconds}-s slices: bare uWS hello-world (GET, same machine, same run), then the writes; ` +
+  `wrk, ${wrkThreads} threads, ${connections} connections, POST /write with ` + `${valueText}, pre-built in wrk's Lua init; ` +
+  `${rounds} rounds of alternating ${sliceSeconds}-s slices: bare uWS hello-world (GET, ` + 'same machine, same run), then the writes; ' +
   'ratio per round = write req/s / hello req/s; median and range over rounds. ' +
   'Any non-2xx answer, socket error, wrong cluster config or unreadable written value fails the target. ' +
   'Not timed: server start, cluster creation, election, one warm-up slice, the read-back check.';
@@ -333,9 +335,9 @@ for (const o of outcomes) {
 }
 console.log(table(rows));
 console.log(`\n${valueText}; ${rounds} rounds of alternating ${sliceSeconds}-s slices (hello-world, then writes) per target;`);
-console.log('"vs hello" = write req/s / hello req/s per round (median, range); "vs SL async" = median vs hello / single_leader async\'s median vs hello');
+console.log('"vs hello" = write req/s / hello req/s per round (median, range); "vs SL async" = ' + 'median vs hello / single_leader async\'s median vs hello');
 console.log(`hello-world warm-up slice: ${Math.round(helloWarm.rps)} req/s`);
-console.log('targets: SL async >= 0.35 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; leaderless N3W2R2 and multi_leader >= 0.5 x SL async');
+console.log('targets: SL async >= 0.35 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; ' + 'leaderless N3W2R2 and multi_leader >= 0.5 x SL async');
 const failed = outcomes.filter((o) => o.fault);
 if (failed.length) {
   console.error(`\n${failed.length} target(s) FAILED (not measured): ${failed.map((o) => `${o.cfg.name}: ${o.fault}`).join('; ')}`);

@@ -108,7 +108,7 @@ export function table(rows: Array<Record<string, string | number>>): string {
 
 /** A static POST body for wrk (no per-request Lua, so wrk itself costs what it costs for a GET). */
 export function staticPostLua(body: unknown): string {
-  return `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = '${JSON.stringify(body)}'\n`;
+  return `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` + `wrk.body = '${JSON.stringify(body)}'\n`;
 }
 
 /** A write body script for wrk: POST with a rotating key so the store grows like real traffic. */

@@ -49,7 +49,7 @@ function porcupineBinary(): { ok: true; bin: string } | { ok: false; reason: str
   mkdirSync(dir, { recursive: true });
   console.log(`building Porcupine into ${dir} (installs Debian's golang-go if go is missing) ...`);
   const r = spawnSync('bash', [porcupineBuildScript], { env: { ...process.env, PORCUPINE_BIN_DIR: dir }, encoding: 'utf8' });
-  if (r.status !== 0 || !existsSync(bin)) return { ok: false, reason: `build-porcupine.sh failed (exit ${r.status}): ${(r.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
+  if (r.status !== 0 || !existsSync(bin)) return { ok: false, reason: `build-porcupine.sh failed (exit ${r.status}): ` + `${(r.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
   return { ok: true, bin };
 }
 
@@ -232,9 +232,12 @@ for (const f of etcdEmpty) console.log(`note: ${base(f)} holds no client operati
 
 let disagreements = 0;
 const methodWhole =
-  'Wall time of one child process per CLI over every file of the set (process start-up, reading, parsing and checking; lincheck is `node dist/src/checkers/lincheck/cli.js`, Porcupine the Go CLI built from ../shared/tools with GOMAXPROCS=1), runs alternating lincheck/Porcupine; ratio = lincheck ÷ Porcupine per pair (> 1: lincheck slower).';
+  'Wall time of one child process per CLI over every file of the set (process start-up, ' + 'reading, parsing and checking; lincheck is `node dist/src/checkers/lincheck/cli.js`, ' + 'Porcupine the Go CLI built from ../shared/tools with GOMAXPROCS=1), runs alternating ' + 'lincheck/Porcupine; ratio = lincheck ÷ Porcupine per pair (> 1: lincheck slower).';
 const methodIn =
-  'Sum over the set of the check time alone, files already read and parsed: lincheck\'s checkHistory in the benchmark\'s process, one pass after another with the first (cold JIT) pass included, against the per-file CheckEventsTimeout time Porcupine\'s CLI prints in the whole-process runs; ratio = lincheck ÷ Porcupine (> 1: lincheck slower).';
+  "Sum over the set of the check time alone, files already read and parsed: lincheck's checkHistory in the " +
+  "benchmark's process, one pass after another with the first (cold JIT) pass included, against the " +
+  "per-file CheckEventsTimeout time Porcupine's CLI prints in the whole-process runs; " +
+  'ratio = lincheck ÷ Porcupine (> 1: lincheck slower).';
 
 for (const set of sets) {
   const lin: CliRun[] = [];
@@ -268,8 +271,8 @@ for (const set of sets) {
   const wholeRatios = linMs.map((ms, i) => ms / (porMs[i] as number));
   const inRatios = inProc.passMs.map((ms, i) => ms / (porCheck[i] as number));
   console.log(`\n${set.name}: ${set.label}; verdicts: ${verdictText}${bad.length ? '' : ', identical on every file'}`);
-  console.log(`  whole process  lincheck ${fmt(median(linMs))} ms (${fmt(Math.min(...linMs))}–${fmt(Math.max(...linMs))})  Porcupine ${fmt(median(porMs))} ms (${fmt(Math.min(...porMs))}–${fmt(Math.max(...porMs))})  ratio ${median(wholeRatios).toFixed(2)}`);
-  console.log(`  check only     lincheck ${fmt(median(inProc.passMs))} ms (${fmt(Math.min(...inProc.passMs))}–${fmt(Math.max(...inProc.passMs))})  Porcupine ${fmt(median(porCheck))} ms (${fmt(Math.min(...porCheck))}–${fmt(Math.max(...porCheck))})  ratio ${median(inRatios).toFixed(2)}`);
+  console.log(`  whole process  lincheck ${fmt(median(linMs))} ms ` + `(${fmt(Math.min(...linMs))}–${fmt(Math.max(...linMs))})  Porcupine ` + `${fmt(median(porMs))} ms (${fmt(Math.min(...porMs))}–${fmt(Math.max(...porMs))})  ` + `ratio ${median(wholeRatios).toFixed(2)}`);
+  console.log(`  check only     lincheck ${fmt(median(inProc.passMs))} ms ` + `(${fmt(Math.min(...inProc.passMs))}–${fmt(Math.max(...inProc.passMs))})  Porcupine ` + `${fmt(median(porCheck))} ms ` + `(${fmt(Math.min(...porCheck))}–${fmt(Math.max(...porCheck))})  ratio ` + `${median(inRatios).toFixed(2)}`);
   if (bad.length) {
     disagreements += bad.length;
     console.error(`  VERDICTS DISAGREE on ${bad.length} file(s), nothing recorded for this set:\n    ${bad.join('\n    ')}`);

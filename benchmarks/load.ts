@@ -236,9 +236,9 @@ try {
 }
 
 console.log(table(rows));
-console.log(`\n${connections} connections, ${seconds} s per scenario, wrk on loopback; "vs hello" = req/s over the bare uWS hello-world of this run.`);
+console.log(`\n${connections} connections, ${seconds} s per scenario, wrk on loopback; "vs hello" ` + '= req/s over the bare uWS hello-world of this run.');
 const failed = rows.filter((r) => r.errors > 0 || !Number.isFinite(r['req/s']) || r['req/s'] === 0);
 if (failed.length > 0) {
-  console.log(`\n${failed.length} scenario(s) had errors: ${failed.map((r) => `${r.service}: ${r.scenario} (${r.errors})`).join('; ')}`);
+  console.log(`\n${failed.length} scenario(s) had errors: ` + `${failed.map((r) => `${r.service}: ${r.scenario} (${r.errors})`).join('; ')}`);
   process.exit(1);
 }

@@ -7,7 +7,8 @@
  * starts, fills its pool and creates one warm-up cluster before anything is timed, so no ratio
  * divides by a start-up. Also checks that 100 clusters fit in RSS and the server keeps serving.
  * Timed: POST /api/v1/clusters until its 201 (HTTP on loopback included); the floor: new Worker x3
- * until all three posted 'ready', measured just before and just after the clusters (bracketing drift). Not timed: server start, pool warm-up, reset, the idle gaps.
+ * until all three posted 'ready', measured just before and just after the clusters (bracketing drift).
+ * Not timed: server start, pool warm-up, reset, the idle gaps.
  * Targets (the script exits 1 when one is missed): see `targets` below.
  * Knobs: SCALE_CLUSTERS (default 100), SCALE_IDLE_MS (default 250), SCALE_IDLE_CLUSTERS (default 30).
  */
@@ -39,7 +40,7 @@ const targets: Record<string, { op: '<='; value: number }> = {
 type Mode = 'back to back' | 'idle between';
 
 /** A bare worker: loads nothing, posts 'ready', then stays alive (its port listens) until terminated. */
-const bareWorkerSource = "const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => {}); parentPort.postMessage('ready');";
+const bareWorkerSource = "const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => " + "{}); parentPort.postMessage('ready');";
 
 function startBareWorker(): Promise<Worker> {
   return new Promise((resolve, reject) => {
@@ -156,15 +157,15 @@ for (const pool of [true, false]) {
         recordResult({
           benchmark: 'scale',
           measure: `RSS with ${count} clusters of ${nodesPerCluster} nodes`,
-          subject: `the simulator process's RSS with ${count} clusters (${count * nodesPerCluster} worker threads) alive`,
+          subject: `the simulator process's RSS with ${count} clusters (${count * nodesPerCluster} worker ` + 'threads) alive',
           baseline: 'the same process before the clusters (pool filled), same run',
           unit: 'MiB',
           runs: [rssAllMb],
           baselineRuns: [rss0],
-          method: `VmRSS of the server process (/proc) right after ${count} back-to-back creations, pool on; one sample. Target < ${rssLimitMb} MiB (absolute: a memory budget, not a speed).`,
+          method: `VmRSS of the server process (/proc) right after ${count} back-to-back creations, pool ` + `on; one sample. Target < ${rssLimitMb} MiB (absolute: a memory budget, not a speed).`,
           target: { op: '<=', value: rssLimitMb, met: rssAllMb < rssLimitMb },
         });
-        if (w.status !== 200 || read?.entry?.key !== 'alive' || health.status !== 200) servingFault = `with ${count} clusters: write ${w.status}, read ${JSON.stringify(read)}, /healthz ${health.status}`;
+        if (w.status !== 200 || read?.entry?.key !== 'alive' || health.status !== 200) servingFault = `with ${count} clusters: write ${w.status}, read ${JSON.stringify(read)}, /healthz ` + `${health.status}`;
         serving.push(
           { measure: `RSS before / with ${count} clusters (MiB)`, value: `${rss0.toFixed(0)} / ${rssAllMb.toFixed(0)}` },
           { measure: 'RSS per cluster (MiB)', value: (rssAllMb - rss0) / count },
@@ -213,16 +214,16 @@ for (const c of cases) {
   recordResult({
     benchmark: 'scale',
     measure: `cluster creation, ${c.name}`,
-    subject: `POST /api/v1/clusters (single_leader, ${nodesPerCluster} nodes), ${c.clusterMs.length} clusters kept alive, REPLSIM_WORKER_POOL=${c.pool ? 'default (6)' : '0'}`,
-    baseline: `starting ${nodesPerCluster} bare worker_threads (eval'd, load nothing, post 'ready'), ${c.floorMs.length} batches kept alive, measured just before and just after the clusters in the same run`,
+    subject: `POST /api/v1/clusters (single_leader, ${nodesPerCluster} nodes), ` + `${c.clusterMs.length} clusters kept alive, REPLSIM_WORKER_POOL=${c.pool ? 'default (6)' : '0'}`,
+    baseline: `starting ${nodesPerCluster} bare worker_threads (eval'd, load nothing, post 'ready'), ` + `${c.floorMs.length} batches kept alive, measured just before and just after the ` + 'clusters in the same run',
     unit: 'ms',
     runs: c.clusterMs,
     baselineRuns: c.floorRuns,
     ratio,
     ratioRuns: c.ratios,
     method:
-      `Creation i timed from POST to its 201 (loopback HTTP included), divided by the mean of floor batch i before and after the clusters (3 new Worker in the benchmark process until all posted 'ready'); ` +
-      `${c.mode === 'back to back' ? 'one after another' : `${idleMs} ms idle before each`}; ratio = median over creations. ` +
+      'Creation i timed from POST to its 201 (loopback HTTP included), divided by the mean ' + 'of floor batch i before and after the clusters (3 new Worker in the benchmark process ' + `until all posted 'ready'); ` +
+      `${c.mode === 'back to back' ? 'one after another' : `${idleMs} ms idle before each`}; ` + 'ratio = median over creations. ' +
       'Not timed: server start, the pool filling (1.5 s settle), one warm-up cluster, reset.',
     ...(tgt ? { target: { op: tgt.op, value: tgt.value, met: met === true } } : {}),
   });
@@ -234,7 +235,7 @@ function quantile(xs: number[], q: number): number {
 }
 
 console.log(table(rows));
-console.log(`\nratio = a cluster's creation / starting ${nodesPerCluster} bare worker_threads (the floor), pairwise, same run; idle cases wait ${idleMs} ms before each creation`);
+console.log(`\nratio = a cluster's creation / starting ${nodesPerCluster} bare worker_threads (the ` + `floor), pairwise, same run; idle cases wait ${idleMs} ms before each creation`);
 if (serving.length) {
   console.log('\nwith all clusters of "back to back, pool on" alive:\n');
   console.log(table(serving));

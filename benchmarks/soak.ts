@@ -153,7 +153,7 @@ async function createCluster(config: Record<string, unknown>): Promise<{ id: str
   await sleep(300);
 }
 const empty = procStat();
-say(`server pid ${pid} on ${base}; seed ${seed}; ${durationS} s of traffic, ${clientLoops} clients; empty process: ${empty.rssMb.toFixed(0)} MB RSS, ${empty.threads} threads`);
+say(`server pid ${pid} on ${base}; seed ${seed}; ${durationS} s of traffic, ${clientLoops} ` + `clients; empty process: ${empty.rssMb.toFixed(0)} MB RSS, ${empty.threads} threads`);
 
 const tracked: Tracked[] = [];
 for (const k of kinds) {
@@ -167,7 +167,7 @@ for (const k of kinds) {
 await sleep(1000); // raft elects a leader
 const withClusters = procStat();
 const workerThreads = tracked.reduce((n, c) => n + c.nodes.length, 0);
-say(`${tracked.length} clusters, ${workerThreads} nodes: ${withClusters.rssMb.toFixed(0)} MB RSS, ${withClusters.threads} threads (+${withClusters.threads - empty.threads})`);
+say(`${tracked.length} clusters, ${workerThreads} nodes: ${withClusters.rssMb.toFixed(0)} ` + `MB RSS, ${withClusters.threads} threads (+${withClusters.threads - empty.threads})`);
 
 const trafficEnds = Date.now() + durationS * 1000;
 const running = (): boolean => Date.now() < trafficEnds;
@@ -283,7 +283,7 @@ async function churnLoop(): Promise<void> {
     const before = await threadsSettleTo(withClusters.threads, 2000);
     const created = await call('POST', '/api/v1/clusters', config);
     if (created.status !== 201) {
-      churn.failures.push(`${elapsed()} create ${k.kind}: ${created.status} ${JSON.stringify(created.body ?? created.error).slice(0, 160)}`);
+      churn.failures.push(`${elapsed()} create ${k.kind}: ${created.status} ` + `${JSON.stringify(created.body ?? created.error).slice(0, 160)}`);
       continue;
     }
     churn.created++;
@@ -312,7 +312,7 @@ async function sampleLoop(): Promise<void> {
       lastLog = Date.now();
       const s = samples[samples.length - 1] as ProcStat;
       const total = tracked.reduce((n, c) => n + c.ops.write.ok + c.ops.read.ok + c.ops.delete.ok, 0);
-      say(`${total} ok ops; RSS ${s.rssMb.toFixed(0)} MB, ${s.threads} threads; faults ${JSON.stringify(faultCounts)}; churn ${churn.created}/${churn.deleted}`);
+      say(`${total} ok ops; RSS ${s.rssMb.toFixed(0)} MB, ${s.threads} threads; faults ` + `${JSON.stringify(faultCounts)}; churn ${churn.created}/${churn.deleted}`);
     }
     await sleep(Math.min(1000, Math.max(0, trafficEnds - Date.now())));
   }
@@ -344,7 +344,10 @@ type Store = Record<string, StoreEntry>;
 const show = (e: StoreEntry | undefined): string => (e === undefined ? 'absent' : e.tombstone ? 'tombstone' : JSON.stringify(Buffer.from(e.value, 'base64').toString('utf8')));
 const placementCache = new Map<string, string[]>();
 
-/** Divergent keys of one cluster (empty: converged). Leaderless replicas are compared over each key's preference list only. */
+/**
+ * Divergent keys of one cluster (empty: converged). Leaderless replicas are compared over each key's
+ * preference list only.
+ */
 async function divergence(c: Tracked): Promise<{ keys: number; diverged: string[] }> {
   const stores = new Map<string, Store>();
   for (const node of c.nodes) stores.set(node, (await must('GET', `/api/v1/clusters/${c.id}/nodes/${node}/store`)).body as Store);
@@ -412,7 +415,10 @@ const warmupSamples = samples.filter((s) => s.atMs <= warmupMs);
 const steadyRss = Math.max(withClusters.rssMb, ...warmupSamples.map((s) => s.rssMb));
 const peakRss = Math.max(...samples.map((s) => s.rssMb), settledRss);
 const rssLimit = steadyRss * rssGrowthFactorMax + rssSlackMb;
-/** Least-squares slope of RSS over the last third of the traffic phase, MB per minute (reported, not judged: it is noisy). */
+/**
+ * Least-squares slope of RSS over the last third of the traffic phase, MB per minute (reported, not judged:
+ * it is noisy).
+ */
 function rssSlopeMbPerMin(): number {
   const tail = samples.slice(Math.floor((samples.length * 2) / 3));
   if (tail.length < 3) return NaN;
@@ -441,7 +447,7 @@ const rows = tracked.map((c) => {
   if (unexpected > 0) failures.push(`${c.kind}: ${unexpected} answers other than 200/404/409`);
   if (!probeOk.get(c.id)) failures.push(`${c.kind}: a write after healing did not succeed within ${settleMaxMs / 1000} s`);
   if ((conv?.keys ?? 0) < 2) failures.push(`${c.kind}: the stores hold ${conv?.keys ?? 0} key(s), so convergence was not really tested`);
-  if (!conv?.ok) failures.push(`${c.kind}: replicas still disagree ${settleMaxMs / 1000} s after healing on ${conv?.diverged.length ?? '?'} key(s): ${(conv?.diverged ?? []).slice(0, 3).join('; ')}`);
+  if (!conv?.ok) failures.push(`${c.kind}: replicas still disagree ${settleMaxMs / 1000} s after healing on ` + `${conv?.diverged.length ?? '?'} key(s): ${(conv?.diverged ?? []).slice(0, 3).join('; ')}`);
   return {
     cluster: c.kind,
     'writes ok': c.ops.write.ok,
@@ -454,9 +460,9 @@ const rows = tracked.map((c) => {
     converged: conv?.ok ? `yes, ${(conv.afterMs / 1000).toFixed(1)} s` : 'NO',
   };
 });
-if (settledRss > rssLimit) failures.push(`RSS did not return to steady state: ${settledRss.toFixed(0)} MB after healing > ${rssLimit.toFixed(0)} MB (${rssGrowthFactorMax} x the warm-up peak ${steadyRss.toFixed(0)} MB + ${rssSlackMb} MB)`);
+if (settledRss > rssLimit) failures.push(`RSS did not return to steady state: ${settledRss.toFixed(0)} MB after healing > ` + `${rssLimit.toFixed(0)} MB (${rssGrowthFactorMax} x the warm-up peak ` + `${steadyRss.toFixed(0)} MB + ${rssSlackMb} MB)`);
 if (settledThreads !== withClusters.threads) failures.push(`threads after healing: ${settledThreads}, steady state with the same clusters: ${withClusters.threads}`);
-if (finalThreads > empty.threads) failures.push(`worker threads leaked: ${finalThreads} threads after deleting every cluster, ${empty.threads} in the empty process`);
+if (finalThreads > empty.threads) failures.push(`worker threads leaked: ${finalThreads} threads after deleting every cluster, ` + `${empty.threads} in the empty process`);
 if (churn.leaks.length > 0) failures.push(`throw-away clusters leaked threads: ${churn.leaks.slice(0, 3).join('; ')}`);
 if (churn.failures.length > 0) failures.push(`throw-away clusters failed: ${churn.failures.slice(0, 3).join('; ')}`);
 if (churn.created === 0 && durationS * 1000 > churnEveryMs * 2) failures.push('no throw-away cluster was created');

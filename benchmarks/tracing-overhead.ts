@@ -64,7 +64,7 @@ for (let rep = 0; rep < reps; rep++) {
 }
 console.log(table(rows));
 const ratios = runsBy.on.map((x, i) => x / (runsBy.off[i] as number));
-console.log(`\ntracing on ÷ off: median ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`);
+console.log(`\ntracing on ÷ off: median ${median(ratios).toFixed(2)} ` + `(${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`);
 if (failed) {
   console.error('a run had errors: nothing recorded');
   process.exitCode = 1;
@@ -79,7 +79,7 @@ if (failed) {
     baselineRuns: runsBy.off,
     ratio: median(ratios),
     ratioRuns: ratios,
-    method: `wrk, 64 connections, ${keys} rotating keys with values 'value-<n>' (up to 13 bytes), one ${seconds}-s run per mode after a 2-s warm-up, ${reps} alternating off/on pairs, a fresh replication process and cluster per run (start-up not timed), every run free of errors and non-2xx answers; ratio = on ÷ off per pair.`,
+    method: `wrk, 64 connections, ${keys} rotating keys with values 'value-<n>' (up to 13 bytes), ` + `one ${seconds}-s run per mode after a 2-s warm-up, ${reps} alternating off/on pairs, ` + 'a fresh replication process and cluster per run (start-up not timed), every run free ' + 'of errors and non-2xx answers; ratio = on ÷ off per pair.',
   });
 }
 server.forceShutdown();

@@ -100,7 +100,7 @@ for (const cfg of configs) {
     'this / base': (m / b).toFixed(3),
     'CPU us/write this/base': `${usPerWrite(0, 'all').toFixed(1)}/${usPerWrite(1, 'all').toFixed(1)}`,
     'main-thread CPU us/write this/base': `${usPerWrite(0, 'main').toFixed(1)}/${usPerWrite(1, 'main').toFixed(1)}`,
-    'CPU ratio (all, main)': `${(usPerWrite(0, 'all') / usPerWrite(1, 'all')).toFixed(3)}, ${(usPerWrite(0, 'main') / usPerWrite(1, 'main')).toFixed(3)}`,
+    'CPU ratio (all, main)': `${(usPerWrite(0, 'all') / usPerWrite(1, 'all')).toFixed(3)}, ` + `${(usPerWrite(0, 'main') / usPerWrite(1, 'main')).toFixed(3)}`,
     'slices this/base': (got[0] as number[]).map((x, i) => (x / ((got[1] as number[])[i] as number)).toFixed(2)).join(' '),
     'p99 ms this/base (max)': `${Math.max(...(p99[0] as number[]))}/${Math.max(...(p99[1] as number[]))}`,
   });
@@ -116,7 +116,7 @@ for (const cfg of configs) {
     baselineRuns: got[1] as number[],
     ratio,
     ratioRuns: ratios,
-    method: `wrk, ${connections} connections, one key, alternating ${sliceSeconds}-s slices of each server (${rounds} each), both servers up throughout; ratio = sum of this build's writes/s over the base's; not timed: server start, cluster creation; CPU per write this/base ${usPerWrite(0, 'all').toFixed(1)}/${usPerWrite(1, 'all').toFixed(1)} us (whole process), ${usPerWrite(0, 'main').toFixed(1)}/${usPerWrite(1, 'main').toFixed(1)} us (main thread)`,
+    method: `wrk, ${connections} connections, one key, alternating ${sliceSeconds}-s slices of ` + `each server (${rounds} each), both servers up throughout; ratio = sum of this build's ` + `writes/s over the base's; not timed: server start, cluster creation; CPU per write ` + `this/base ${usPerWrite(0, 'all').toFixed(1)}/${usPerWrite(1, 'all').toFixed(1)} us ` + `(whole process), ${usPerWrite(0, 'main').toFixed(1)}/${usPerWrite(1, 'main').toFixed(1)} ` + 'us (main thread)',
     target: { op: '>=', value: 0.95, met: ratio >= 0.95 },
   });
   await mine.stop();

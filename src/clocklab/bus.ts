@@ -38,7 +38,10 @@ export class EventBus {
 
   constructor(private readonly opts: BusOptions) {}
 
-  /** Publishes one event; false when the buffer was full and the event was dropped (its seq is skipped, so clients see the gap). */
+  /**
+   * Publishes one event; false when the buffer was full and the event was dropped (its seq is skipped, so
+   * clients see the gap).
+   */
   publish(type: LabEventType, data: EventData): boolean {
     const seq = ++this.seq;
     if (this.pending.length >= this.opts.bufferMax) {

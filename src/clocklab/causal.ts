@@ -6,7 +6,10 @@
  */
 import type { Matrix, Vector } from './clocks.js';
 
-/** Why a message cannot be delivered yet: `from` has sent `need` messages the receiver must see first, it has seen `have`. */
+/**
+ * Why a message cannot be delivered yet: `from` has sent `need` messages the receiver must see first, it has
+ * seen `have`.
+ */
 export interface Blocker {
   rule: 'rst' | 'bss';
   /** Slot of the process whose earlier messages are missing. */

@@ -26,7 +26,10 @@ import {
   wsPongDeadlineMsDefault,
 } from './limits.js';
 
-/** The characters of a process id; its length is checked apart (processIdCharsMax) so a long id is refused naming the limit. */
+/**
+ * The characters of a process id; its length is checked apart (processIdCharsMax) so a long id is refused
+ * naming the limit.
+ */
 export const processIdPattern = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
 export const processIdRe = new RegExp(processIdPattern);
 /** The schema of a process id wherever one is given (bodies, the YAML file). */
@@ -58,7 +61,10 @@ const configFileCheck = Compile(ConfigFileSchema);
 export interface ClockLabSettings {
   port: number;
   proxyPort: number;
-  /** Origins allowed to open /ws; undefined when VC_ALLOWED_ORIGINS is unset (then any origin, or none, is accepted). */
+  /**
+   * Origins allowed to open /ws; undefined when VC_ALLOWED_ORIGINS is unset (then any origin, or none, is
+   * accepted).
+   */
   allowedOrigins: string[] | undefined;
   /** `name:secret` tokens; undefined when VC_API_TOKENS is unset (no auth). */
   apiTokens: string[] | undefined;
@@ -117,7 +123,7 @@ export function loadConfigFile(path: string): Partial<LabConfig> {
       seen.add(p.id);
     }
     if (procs.length > matrixSimulationProcessesMax && procs.some((p) => p.clock_type === 'matrix')) {
-      throw new Error(`CONFIG_PATH ${path}: processes: a simulation with a matrix clock holds at most ${matrixSimulationProcessesMax} processes, ${procs.length} are listed`);
+      throw new Error(`CONFIG_PATH ${path}: processes: a simulation with a matrix clock holds at most ` + `${matrixSimulationProcessesMax} processes, ${procs.length} are listed`);
     }
     out.initialProcesses = procs;
   }

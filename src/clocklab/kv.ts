@@ -189,7 +189,7 @@ export class KvStore {
     // merge joins the siblings' strings: the result is held to the same limit as a written value,
     // or repeated concurrent writes would grow one value without bound.
     if (result.value.length > kvValueCharsMax && codePoints(result.value) > kvValueCharsMax) {
-      return { outcome: 'refused', reason: `merging ${siblings.length} concurrent values of ${key} would make a value past the ${kvValueCharsMax}-character maximum` };
+      return { outcome: 'refused', reason: `merging ${siblings.length} concurrent values of ${key} would make a value past the ` + `${kvValueCharsMax}-character maximum` };
     }
     const refused = this.put(key, [result], existing);
     if (refused) return { outcome: 'refused', reason: refused };

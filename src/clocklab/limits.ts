@@ -46,7 +46,10 @@ export const linkQueueMax = 1024;
  * messages alone bounds nothing. VC_UNDELIVERED_BYTES_MAX overrides it.
  */
 export const undeliveredBytesMax = 256 * 1024 * 1024;
-/** Processes in a simulation that holds a matrix clock (a matrix has n² entries, shown in full on every event and answer). */
+/**
+ * Processes in a simulation that holds a matrix clock (a matrix has n² entries, shown in full on every event
+ * and answer).
+ */
 export const matrixSimulationProcessesMax = 32;
 
 /** Snapshots running at once; one more is a 409. */
@@ -59,7 +62,10 @@ export const snapshotsKeptMax = 64;
  * evicted (counted); when running ones alone hold it, a new snapshot is a 409.
  */
 export const snapshotChannelsKeptMax = 262_144;
-/** In-transit messages one snapshot records before the markers close its channels; past it the snapshot is given up as incomplete. */
+/**
+ * In-transit messages one snapshot records before the markers close its channels; past it the snapshot is
+ * given up as incomplete.
+ */
 export const snapshotRecordedMessagesMax = 65_536;
 
 /** Keys in the KV store; a write creating one more is a 409. */
@@ -80,7 +86,10 @@ export const kvStoreCharsMax = 32 * 1024 * 1024;
 export const busBufferMax = 4096;
 /** Events kept for replay to a newly connected WebSocket client. */
 export const busHistoryMax = 1000;
-/** Serialized size of that history, characters (events can be large: KV siblings, matrices); the oldest go first past it. */
+/**
+ * Serialized size of that history, characters (events can be large: KV siblings, matrices); the oldest go
+ * first past it.
+ */
 export const busHistoryCharsMax = 8 * 1024 * 1024;
 /** WebSocket ping interval (WSPingInterval), ms. */
 export const wsPingIntervalMsDefault = 30_000;
@@ -100,9 +109,15 @@ export const initialBalanceDefault = 100;
 
 /** Proxy: an upstream WebSocket without any browser is closed after this time, ms (a reload reuses it meanwhile). */
 export const proxyIdleUpstreamMs = 10_000;
-/** Proxy: upstream WebSockets to the lab, one per distinct credentials (Authorization, Origin, token); one more is a 503. */
+/**
+ * Proxy: upstream WebSockets to the lab, one per distinct credentials (Authorization, Origin, token); one
+ * more is a 503.
+ */
 export const proxyUpstreamsMax = 16;
-/** Proxy: the lab must answer a forwarded request (else 504) or a WebSocket handshake (else 502) within this time, ms. */
+/**
+ * Proxy: the lab must answer a forwarded request (else 504) or a WebSocket handshake (else 502) within this
+ * time, ms.
+ */
 export const proxyRequestTimeoutMs = 30_000;
 /** Proxy: largest answer of the lab relayed to a browser (else 502), bytes. */
 export const proxyResponseBytesMax = 64 * 1024 * 1024;

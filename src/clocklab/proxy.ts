@@ -42,7 +42,10 @@ export interface ProxyOptions {
   webDir?: string;
   /** Bytes a browser may have queued before frames to it are dropped (the lab's VC_WS_CLIENT_QUEUE_BYTES). */
   clientQueueBytes?: number;
-  /** The proxy pings each browser this often and closes one silent for longer than the deadline (the lab's settings). */
+  /**
+   * The proxy pings each browser this often and closes one silent for longer than the deadline (the lab's
+   * settings).
+   */
   pingIntervalMs?: number;
   pongDeadlineMs?: number;
   /** Frames dropped for a browser whose queue was full (vc_proxy_ws_events_dropped_total). */
@@ -82,10 +85,16 @@ interface Upstream {
   /** Settles when the lab accepted (or refused) the connection. */
   ready: Promise<UpgradeDecision<Upstream>>;
   clients: Set<WsClient<Upstream>>;
-  /** The last frames, replayed to a browser that joins (bounded like the lab's own history; bytes of JSON text count as its characters, near enough). */
+  /**
+   * The last frames, replayed to a browser that joins (bounded like the lab's own history; bytes of JSON text
+   * count as its characters, near enough).
+   */
   history: Frame[];
   historyBytes: number;
-  /** Closes the upstream when it has had no browser for a while (a browser that went away during its upgrade never attaches). */
+  /**
+   * Closes the upstream when it has had no browser for a while (a browser that went away during its upgrade
+   * never attaches).
+   */
   idle: NodeJS.Timeout | undefined;
 }
 
@@ -244,7 +253,7 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
       let up = upstreams.get(key);
       if (!up) {
         if (upstreams.size >= proxyUpstreamsMax) {
-          return { reject: { status: 503, error: `the proxy already holds ${proxyUpstreamsMax} upstream connections (one per distinct credentials), its maximum` } };
+          return { reject: { status: 503, error: `the proxy already holds ${proxyUpstreamsMax} upstream connections (one per distinct ` + 'credentials), its maximum' } };
         }
         try {
           up = openUpstream(key, headers, token);

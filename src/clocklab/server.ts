@@ -88,7 +88,7 @@ function shown(s: string): string {
 
 function processIdProblem(field: string, id: string): string | undefined {
   if (charCount(id) > processIdCharsMax) return `${field}: must not have more than ${processIdCharsMax} characters`;
-  if (!processIdRe.test(id)) return `${field}: ${shown(id)} is not a valid process id (letters, digits, '_', '.', '-', starting with a letter or digit)`;
+  if (!processIdRe.test(id)) return `${field}: ${shown(id)} is not a valid process id (letters, digits, '_', '.', '-', ` + 'starting with a letter or digit)';
   return undefined;
 }
 
@@ -99,7 +99,10 @@ function processParam(req: HttpRequest<unknown>, name = 'id'): string {
   return id;
 }
 
-/** A path parameter that names something (a snapshot, a partition, a scenario): bounded before it is looked up or echoed. */
+/**
+ * A path parameter that names something (a snapshot, a partition, a scenario): bounded before it is looked up
+ * or echoed.
+ */
 function nameParam(req: HttpRequest<unknown>, name: string, field: string, charsMax: number): string {
   const v = req.params[name] ?? '';
   if (v.length === 0) throw new HttpError(400, `${field}: must not be empty`);

@@ -75,7 +75,10 @@ export class GlobalSnapshot {
   private openChannels: number;
   /** Participants killed before the snapshot completed. */
   readonly killed: string[] = [];
-  /** Receipts from processes that joined after the snapshot began, taken before the receiver recorded (the first few; the rest counted). */
+  /**
+   * Receipts from processes that joined after the snapshot began, taken before the receiver recorded (the
+   * first few; the rest counted).
+   */
   readonly outsiderReceipts: string[] = [];
   private outsiderReceiptsMore = 0;
   /** Why the snapshot can never complete, besides killed participants (a lost marker, the recording cap). */
@@ -121,7 +124,7 @@ export class GlobalSnapshot {
   onMarkerLost(from: string, to: string, reason: string): boolean {
     const ch = this.channel(from, to);
     if (!ch || ch.phase === 'closed' || this.status !== 'running') return false;
-    this.abandon(`the marker on ${from}→${to} was lost (${reason}); that channel's state can never be recorded, so the snapshot can never complete`);
+    this.abandon(`the marker on ${from}→${to} was lost (${reason}); that channel's state can never be ` + 'recorded, so the snapshot can never complete');
     return true;
   }
 
@@ -189,14 +192,14 @@ export class GlobalSnapshot {
     const ch = this.channel(msg.from, msg.to);
     if (!ch) {
       if (this.index.has(msg.to) && !this.index.has(msg.from) && !this.processes.has(msg.to) && this.completedAtMs === undefined) {
-        if (this.outsiderReceipts.length < reasonsShownMax) this.outsiderReceipts.push(`${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, before recording its state: a receive whose send is outside the cut`);
+        if (this.outsiderReceipts.length < reasonsShownMax) this.outsiderReceipts.push(`${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, ` + 'before recording its state: a receive whose send is outside the cut');
         else this.outsiderReceiptsMore++;
       }
       return;
     }
     if (ch.phase === 'recording') {
       if (this.recorded >= snapshotRecordedMessagesMax) {
-        this.abandon(`more than ${snapshotRecordedMessagesMax} messages arrived in transit before the markers closed the channels, the recording maximum`);
+        this.abandon(`more than ${snapshotRecordedMessagesMax} messages arrived in transit before the ` + 'markers closed the channels, the recording maximum');
         return;
       }
       this.recorded++;
@@ -244,14 +247,14 @@ export class GlobalSnapshot {
     reasons.push(...this.abandoned);
     if (this.killed.length > 0) {
       for (const p of this.killed) {
-        reasons.push(`process ${p} was killed after the snapshot began; the markers to and from it were never delivered, so the snapshot can never complete`);
+        reasons.push(`process ${p} was killed after the snapshot began; the markers to and from it were ` + 'never delivered, so the snapshot can never complete');
       }
     } else if (status === 'running' && this.abandoned.length === 0) {
       const open = this.channelList().filter((c) => c.phase !== 'closed').map((c) => `${c.from}→${c.to}`);
       const waiting = this.participants.filter((p) => !this.processes.has(p));
       const parts: string[] = [];
       if (waiting.length > 0) parts.push(`${waiting.length} process(es) have not recorded their state (${waiting.slice(0, 5).join(', ')})`);
-      if (open.length > 0) parts.push(`${open.length} channel(s) still wait for a marker (${open.slice(0, 5).join(', ')}${open.length > 5 ? ', ...' : ''})`);
+      if (open.length > 0) parts.push(`${open.length} channel(s) still wait for a marker ` + `(${open.slice(0, 5).join(', ')}${open.length > 5 ? ', ...' : ''})`);
       reasons.push(`snapshot not complete: ${parts.join('; ')}`);
     }
     let inTransit = 0;
@@ -259,16 +262,16 @@ export class GlobalSnapshot {
       if (!ch) continue;
       inTransit += ch.messages.length;
       if (ch.sentAtCut !== undefined && ch.arrivedAtCut !== undefined && ch.arrivedAtCut > ch.sentAtCut) {
-        reasons.push(`${ch.to} had received message #${ch.arrivedAtCut} on ${ch.from}→${ch.to} when it recorded, but ${ch.from} had sent only ${ch.sentAtCut} when it recorded: a receive whose send is outside the cut`);
+        reasons.push(`${ch.to} had received message #${ch.arrivedAtCut} on ${ch.from}→${ch.to} when it ` + `recorded, but ${ch.from} had sent only ${ch.sentAtCut} when it recorded: a receive ` + 'whose send is outside the cut');
       }
       if (ch.sentAtCut !== undefined) {
         for (const m of ch.messages) {
           if (m.seq > ch.sentAtCut) reasons.push(`${m.id} on ${ch.from}→${ch.to} is recorded in transit but was sent after ${ch.from} recorded its state`);
         }
       }
-      for (const id of ch.late) reasons.push(`${id} on ${ch.from}→${ch.to} was sent before the cut but arrived after the marker, so the channel state misses it (the channel is not FIFO)`);
+      for (const id of ch.late) reasons.push(`${id} on ${ch.from}→${ch.to} was sent before the cut but arrived after the marker, so ` + 'the channel state misses it (the channel is not FIFO)');
       if (ch.phase === 'closed') {
-        for (const id of ch.stragglers) reasons.push(`${id} on ${ch.from}→${ch.to} was sent before the cut and is still in flight behind the marker (the channel is not FIFO)`);
+        for (const id of ch.stragglers) reasons.push(`${id} on ${ch.from}→${ch.to} was sent before the cut and is still in flight behind ` + 'the marker (the channel is not FIFO)');
       }
     }
     reasons.push(...this.outsiderReceipts);

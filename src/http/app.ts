@@ -313,7 +313,8 @@ export class HttpApp implements BodyHost, FailureSink {
           { method: request.method, route: route.route, path: request.path, deadlineMs },
           `${this.opts.name}: handler missed its deadline; answered 503`,
         );
-        const error = `no answer within ${deadlineMs} ms (the handler deadline); the operation may still complete`;
+        const error =
+          `no answer within ${deadlineMs} ms (the handler deadline); ` + 'the operation may still complete';
         this.send(res, state, { status: 503, body: { error } }, cors, request.method);
       }, deadlineMs);
       result.then(

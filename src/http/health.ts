@@ -46,7 +46,7 @@ export function faultMetrics(app: HttpApp, registry: Registry): void {
   const seen = new Map<string, number>();
   new Counter({
     name: 'http_handler_errors_total',
-    help: 'Requests that failed inside the process: the handler threw or rejected (kind="threw", a 500), its result could not be serialised (kind="unserializable", a 500) or it missed the handler deadline (kind="timeout", a 503), by route pattern',
+    help: 'Requests that failed inside the process: the handler threw or rejected (kind="threw", ' + 'a 500), its result could not be serialised (kind="unserializable", a 500) or it ' + 'missed the handler deadline (kind="timeout", a 503), by route pattern',
     labelNames: ['service', 'route', 'kind'],
     registers: [registry],
     collect() {

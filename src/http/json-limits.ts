@@ -55,7 +55,10 @@ export function jsonShapeProblem(body: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** Bytes of a string scanned one by one before switching to Buffer.indexOf (a native call costs more than a short loop). */
+/**
+ * Bytes of a string scanned one by one before switching to Buffer.indexOf (a native call costs more than a
+ * short loop).
+ */
 const shortStringBytes = 32;
 
 /**

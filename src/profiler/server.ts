@@ -44,7 +44,7 @@ export function parseProfilerAddr(addr: string): ProfilerAddr {
   const port = Number(m[2]);
   if (port > 65535) return { ok: false, error: `PROFILER_ADDR port must be 0..65535, got ${port}` };
   if (!isLoopbackHost(host)) {
-    return { ok: false, error: `PROFILER_ADDR must be a loopback address (127.0.0.0/8, ::1 or localhost); refusing ${JSON.stringify(host)} so profiles are never served beyond this machine` };
+    return { ok: false, error: 'PROFILER_ADDR must be a loopback address (127.0.0.0/8, ::1 or localhost); refusing ' + `${JSON.stringify(host)} so profiles are never served beyond this machine` };
   }
   return { ok: true, host: host.toLowerCase() === 'localhost' ? '127.0.0.1' : host, port };
 }
@@ -54,7 +54,7 @@ export function parseProfileSeconds(raw: string | null): { ok: true; seconds: nu
   if (raw === null || raw === '') return { ok: true, seconds: profileSecondsDefault };
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isInteger(n) || n < profileSecondsMin || n > profileSecondsMax) {
-    return { ok: false, error: `seconds must be an integer between ${profileSecondsMin} and ${profileSecondsMax}, got ${JSON.stringify(raw)}` };
+    return { ok: false, error: `seconds must be an integer between ${profileSecondsMin} and ${profileSecondsMax}, got ` + `${JSON.stringify(raw)}` };
   }
   return { ok: true, seconds: n };
 }
@@ -63,8 +63,11 @@ const indexHtml = `<!doctype html>
 <html><head><meta charset="utf-8"><title>simlab profiler</title></head>
 <body><h1>simlab profiler (main thread)</h1>
 <ul>
-<li><a href="/debug/pprof/profile?seconds=${profileSecondsDefault}">/debug/pprof/profile?seconds=N</a>: CPU profile for N seconds (${profileSecondsMin}..${profileSecondsMax}, default ${profileSecondsDefault}) as a <code>.cpuprofile</code> (open in Chrome DevTools or speedscope)</li>
-<li><a href="/debug/pprof/heap">/debug/pprof/heap</a>: heap snapshot as a <code>.heapsnapshot</code> (open in Chrome DevTools, Memory tab); it pauses the process while it is taken</li>
+<li><a href="/debug/pprof/profile?seconds=${profileSecondsDefault}">/debug/pprof/profile?seconds=N</a>:
+  CPU profile for N seconds (${profileSecondsMin}..${profileSecondsMax}, default ${profileSecondsDefault})
+  as a <code>.cpuprofile</code> (open in Chrome DevTools or speedscope)</li>
+<li><a href="/debug/pprof/heap">/debug/pprof/heap</a>: heap snapshot as a <code>.heapsnapshot</code>
+  (open in Chrome DevTools, Memory tab); it pauses the process while it is taken</li>
 </ul></body></html>
 `;
 
@@ -192,7 +195,7 @@ export async function startProfiler(addr: string, logger: Logger): Promise<Profi
     server.close();
     throw new Error(`profiler bound to ${bound.address}, which is not loopback; refusing to serve`);
   }
-  logger.info({ host: bound.address, port: bound.port }, `profiler: listening on http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}/debug/pprof`);
+  logger.info({ host: bound.address, port: bound.port }, 'profiler: listening on ' + `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}/debug/pprof`);
 
   return {
     port: bound.port,

@@ -42,7 +42,7 @@ const staleRead = [
 const nemesis = '{:type :info, :process :nemesis, :f :start-partition, :value :majority}';
 
 const fieldsOf = (o: { process: number; type: string; f: string; value: string }, time?: number): string =>
-  `${time === undefined ? '' : `:index ${time}, :time ${time * 1000}, `}:type :${o.type}, :process ${o.process}, :f :${o.f}, :value ${o.value}`;
+  `${time === undefined ? '' : `:index ${time}, :time ${time * 1000}, `}:type ` + `:${o.type}, :process ${o.process}, :f :${o.f}, :value ${o.value}`;
 const ednLines = staleRead.map((o) => `{${fieldsOf(o)}}`).join('\n');
 const opLines = staleRead.map((o, i) => `#jepsen.history.Op{${fieldsOf(o, i)}}`).join('\n');
 
@@ -138,7 +138,7 @@ t.test('text the EDN reader cannot read is an error naming its line, never skipp
 t.test('nesting is bounded: at the limit a value is read, past it (and far past it) the line is refused', async (t) => {
   // The operation map is one level; its value adds `depth` more.
   const record = (depth: number): string =>
-    `{:process 0, :type :invoke, :f :write, :value ${'['.repeat(depth)}1${']'.repeat(depth)}}\n{:process 0, :type :ok, :f :write, :value 1}`;
+    `{:process 0, :type :invoke, :f :write, :value ${'['.repeat(depth)}1${']'.repeat(depth)}}\n` + '{:process 0, :type :ok, :f :write, :value 1}';
   const at = parseHistory(record(ednNestingDepthMax - 1));
   t.ok(at.ok, `a value nested ${ednNestingDepthMax - 1} deep in its record is read`);
   if (at.ok) t.equal(JSON.stringify(at.history[0]?.input).length, 2 * (ednNestingDepthMax - 1) + 1, 'the whole value');
@@ -219,7 +219,7 @@ t.test('values compare as typed values in every model', async (t) => {
 });
 
 t.test('a keyword process in a jepsen.util log is the nemesis, skipped and counted', async (t) => {
-  const p = parseHistory('INFO  jepsen.util - :nemesis\t:info\t:start\tnil\nINFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\t[1 {:a "b"}]');
+  const p = parseHistory('INFO  jepsen.util - :nemesis\t:info\t:start\tnil\n' + 'INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\t[1 {:a "b"}]');
   if (!p.ok) return t.fail(p.error);
   t.equal(p.skipped, 1);
   t.same(p.history[0]?.output, [1, { map: [[{ keyword: 'a' }, 'b']] }], 'a compound value read from the log');

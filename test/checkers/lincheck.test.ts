@@ -579,7 +579,7 @@ t.test('histories of real sequential executions are always linearizable', async 
     const g = generate(rng, name, rng.range(1, 40), rng.range(1, 3), rng.range(5, 40), seed % 3 === 0 ? 0.4 : 0.12);
     const result = checkHistory(g.history, models[name]);
     if (result.verdict !== 'linearizable') {
-      t.fail(`seed ${seed} (${name}): a real execution was judged ${result.verdict}; replay: generate(new SeededRng(${seed}), ...)`);
+      t.fail(`seed ${seed} (${name}): a real execution was judged ${result.verdict}; replay: ` + `generate(new SeededRng(${seed}), ...)`);
     }
     checked++;
   }
@@ -615,7 +615,7 @@ t.test('corrupted small histories get the brute-force verdict, and their explana
     const truth = bruteForce(history, models[name]);
     if ((result.verdict === 'linearizable') !== truth || result.verdict === 'unknown') {
       disagreements++;
-      t.fail(`seed ${seed} (${name}): checker says ${result.verdict}, brute force says ${truth ? 'linearizable' : 'not'}: ${JSON.stringify(history)}`);
+      t.fail(`seed ${seed} (${name}): checker says ${result.verdict}, brute force says ` + `${truth ? 'linearizable' : 'not'}: ${JSON.stringify(history)}`);
     }
     if (result.verdict === 'not-linearizable') {
       rejected++;
@@ -626,7 +626,7 @@ t.test('corrupted small histories get the brute-force verdict, and their explana
       // completion, and not once it completes.
       const keyOps = history.filter((o) => o.key === v.key);
       if (!bruteForce(prefixBefore(keyOps, v.prefixEndTime), models[name])) {
-        t.fail(`seed ${seed} (${name}): the prefix before ${v.prefixEndTime} is not linearizable: a shorter explanation exists`);
+        t.fail(`seed ${seed} (${name}): the prefix before ${v.prefixEndTime} is not linearizable: a ` + 'shorter explanation exists');
       }
       if (bruteForce(prefixBefore(keyOps, v.prefixEndTime, v.op), models[name])) {
         t.fail(`seed ${seed} (${name}): the prefix up to the culprit's completion is linearizable: it is not the culprit`);
@@ -656,7 +656,7 @@ t.test('growth pruning never changes a kv verdict or its explanation', async (t)
         (pruned.violation.opIndex === reference.violation.opIndex && pruned.violation.prefixEndTime === reference.violation.prefixEndTime));
     if (!same) {
       differences++;
-      t.fail(`seed ${seed}: pruned ${JSON.stringify(pruned.verdict === 'not-linearizable' ? pruned.violation.opIndex : pruned.verdict)}, plain ${JSON.stringify(reference.verdict === 'not-linearizable' ? reference.violation.opIndex : reference.verdict)}`);
+      t.fail(`seed ${seed}: pruned ` + `${JSON.stringify(pruned.verdict === 'not-linearizable' ? pruned.violation.opIndex : pruned.verdict)}, ` + 'plain ' + JSON.stringify(reference.verdict === 'not-linearizable' ? reference.violation.opIndex : reference.verdict));
     }
     if (pruned.verdict === 'not-linearizable') rejected++;
   }

@@ -60,7 +60,7 @@ function slowSocket(port: number, headers: Record<string, string> = {}): Promise
   return new Promise((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1', () => {
       const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      s.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`);
+      s.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` + `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`);
     });
     s.on('error', () => {});
     s.once('data', (d: Buffer) => {
@@ -120,7 +120,7 @@ t.test('slow WebSocket clients of the proxy are dropped for and counted, and do 
   t.teardown(() => slow.forEach((s) => s.destroy()));
   for (let i = 0; i < 40; i++) slow.push(await slowSocket(proxyPort));
   const during = await messagesIn(c, 1500);
-  t.ok(during >= before * 0.2, `the lab accepted ${during} messages in 1.5 s with 40 slow proxy clients, ${before} without (at least a fifth is required; one upstream per credential set, not one per browser)`);
+  t.ok(during >= before * 0.2, `the lab accepted ${during} messages in 1.5 s with 40 slow proxy clients, ${before} ` + 'without (at least a fifth is required; one upstream per credential set, not one per browser)');
 
   // Events keep coming until the slow browsers' sockets and queues are full (the kernel takes its share first).
   const m = await eventually(async () => {
@@ -232,7 +232,10 @@ t.test('every text and number field is refused past its documented limit with a 
   t.equal((await c.get('/healthz')).status, 200);
 });
 
-/** A string of exactly `n` characters (code points) mixing astral characters, combining marks, controls, NUL, separators and a lone surrogate. */
+/**
+ * A string of exactly `n` characters (code points) mixing astral characters, combining marks, controls, NUL,
+ * separators and a lone surrogate.
+ */
 function hostileText(n: number, withLoneSurrogate = true): string {
   const parts = ['𝄞', 'é', '\u0000', '\u0007', '\n', '\t', '"', '\\', '\u2028', '\u2029', '/', '%', '<', '𐍈', '\u001f', 'ü'];
   if (withLoneSurrogate) parts.push('\ud800');
@@ -423,7 +426,7 @@ t.test('kept snapshots are bounded by the channel records they hold, not only by
 t.test('the new settings are checked at start like the others', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'clocklab-bad-'));
   const many = join(dir, 'many.yaml');
-  writeFileSync(many, `processes:\n  - { id: m, clock_type: matrix }\n${Array.from({ length: matrixSimulationProcessesMax }, (_, i) => `  - q${i}\n`).join('')}`);
+  writeFileSync(many, `processes:\n  - { id: m, clock_type: matrix }\n` + `${Array.from({ length: matrixSimulationProcessesMax }, (_, i) => `  - q${i}\n`).join('')}`);
   const cases: Array<{ name: string; env: Record<string, string>; error: RegExp }> = [
     { name: 'a matrix simulation past its size in the file', env: { CONFIG_PATH: many }, error: new RegExp(`at most ${matrixSimulationProcessesMax} processes`) },
     { name: 'a WebSocket client cap of 0', env: { VC_WS_CLIENTS_MAX: '0' }, error: /VC_WS_CLIENTS_MAX must be an integer/ },

@@ -278,7 +278,7 @@ t.test('the clock lab over HTTP and WebSocket', async (t) => {
 t.test('authentication, origins, the proxy, ping/pong and the caps', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'clocklab-'));
   const configPath = join(dir, 'lab.yaml');
-  writeFileSync(configPath, 'processes:\n  - id: a\n    clock_type: scalar\n  - b\n  - { id: c, clock_type: matrix }\nkv:\n  conflict_strategy: lww\nchannels:\n  default_delay_ms: 2\n');
+  writeFileSync(configPath, 'processes:\n  - id: a\n    clock_type: scalar\n  - b\n' + '  - { id: c, clock_type: matrix }\nkv:\n  conflict_strategy: lww\nchannels:\n' + '  default_delay_ms: 2\n');
   const { lab, base, proxy, ws: wsUrl, c } = await start({
     VC_API_TOKENS: 'alice:s3cret,bob:hunter2',
     VC_ALLOWED_ORIGINS: 'http://good.example,http://localhost:3001',
@@ -409,7 +409,7 @@ t.test('the bus buffer and per-client queues are bounded and their drops are cou
   let last = '';
   const m = await eventually(async () => {
     const r = await c.get('/metrics');
-    last = `bus drops ${metric(r.text, 'vc_event_bus_publish_drops')}, client drops ${metric(r.text, 'vc_ws_events_dropped_total')}`;
+    last = `bus drops ${metric(r.text, 'vc_event_bus_publish_drops')}, client drops ` + `${metric(r.text, 'vc_ws_events_dropped_total')}`;
     return metric(r.text, 'vc_event_bus_publish_drops') > 0 && metric(r.text, 'vc_ws_events_dropped_total') > 0 ? r : undefined;
   }, 5000).catch((err: Error) => {
     throw new Error(`${err.message}: ${last}`);

@@ -125,7 +125,7 @@ t.test('vector clocks characterize happened-before exactly and Lamport clocks ar
           const eb = h.events[b]!;
           const hb = h.hb(a, b);
           const vcBefore = compareVersionVectors(ea.vector, eb.vector) === 'before';
-          if (hb !== vcBefore) throw new Error(`event ${a} -> ${b} is ${hb} but VC says ${vcBefore} (${JSON.stringify(ea.vector)} vs ${JSON.stringify(eb.vector)}), seed ${x.seed}`);
+          if (hb !== vcBefore) throw new Error(`event ${a} -> ${b} is ${hb} but VC says ${vcBefore} (${JSON.stringify(ea.vector)} vs ` + `${JSON.stringify(eb.vector)}), seed ${x.seed}`);
           if (hb && !(ea.lamport < eb.lamport)) throw new Error(`Lamport clock condition broken for ${a} -> ${b}`);
           pairs++;
         }
@@ -136,7 +136,7 @@ t.test('vector clocks characterize happened-before exactly and Lamport clocks ar
   t.ok(pairs > 10_000, `checked ${pairs} ordered pairs of events`);
 });
 
-t.test('causal delivery never delivers out of causal order, never holds a message whose predecessors were delivered or lost, and delivers everything not lost', async (t) => {
+t.test('causal delivery never delivers out of causal order, never holds a message whose ' + 'predecessors were delivered or lost, and delivers everything not lost', async (t) => {
   let held = 0;
   let delivered = 0;
   fc.assert(

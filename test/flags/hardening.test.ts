@@ -255,7 +255,7 @@ t.test('SDK stream clients that do not read are cut off during their put and cou
   t.pass('the server closed every stalled connection');
   const rssGrowthMiB = (rssPeak - rssBefore) / 2 ** 20;
   const tcpPeakMiB = ((tcpPeak - tcpBefore) * 4096) / 2 ** 20;
-  t.comment(`${clients} non-reading clients of a ${(put.data.length / 2 ** 20).toFixed(1)} MiB put: peak RSS growth ${rssGrowthMiB.toFixed(1)} MiB (server and clients in this process), peak kernel TCP memory growth ${tcpPeakMiB.toFixed(1)} MiB (machine-wide, both ends)`);
+  t.comment(`${clients} non-reading clients of a ${(put.data.length / 2 ** 20).toFixed(1)} MiB ` + `put: peak RSS growth ${rssGrowthMiB.toFixed(1)} MiB (server and clients in this ` + `process), peak kernel TCP memory growth ${tcpPeakMiB.toFixed(1)} MiB (machine-wide, both ends)`);
   // Each client once made uWS buffer what the kernel did not take (about 5 MiB here, 200 MiB for
   // 40); now it costs its position in one shared Buffer and at most one 64 KiB slice in uWS.
   t.ok(rssGrowthMiB < clients * 1.5, `process memory stays bounded (${rssGrowthMiB.toFixed(1)} MiB < ${clients * 1.5} MiB)`);

@@ -269,7 +269,8 @@ t.test('the issue-16 reproduction: a json flag nested 4,100 levels is a 400 and 
   const auditBefore = (await h.call('GET', `${P}/audit`, { token: tok })).body;
   // Written as text: the test's own JSON.stringify cannot nest that deep either.
   const raw = (key: string, depth: number): string =>
-    `{"key":"${key}","type":"json","enabled":true,"defaultVariation":"v","variations":[{"key":"v","value":${'['.repeat(depth)}"leaf"${']'.repeat(depth)}}]}`;
+    `{"key":"${key}","type":"json","enabled":true,"defaultVariation":"v",` +
+    `"variations":[{"key":"v","value":${'['.repeat(depth)}"leaf"${']'.repeat(depth)}}]}`;
   for (const depth of [4100, 4125, 100_000, 40]) {
     const r = await h.call('POST', `${E}/flags`, { token: tok, raw: raw('deep', depth) });
     t.equal(r.status, 400, `depth ${depth}: 400`);
@@ -388,7 +389,7 @@ t.test('the most complex objects the API accepts read back intact through every 
   t.same(definitionOf((await h.call('GET', `${E}/flags/complex`, { token: tok2 })).body), definitionOf(replaced.body), 'intact after a restart');
 });
 
-t.test('a flag stored before the limits existed (nested 4,100 levels) fails only the requests that return it, and can be deleted', async (t) => {
+t.test('a flag stored before the limits existed (nested 4,100 levels) fails only the requests ' + 'that return it, and can be deleted', async (t) => {
   const h = await startHarness(t);
   const tok = await h.login();
   await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('neighbour') });

@@ -24,7 +24,7 @@ import { signAccessToken, verifyAccessToken } from '../../src/flags/auth/tokens.
 import { jsonDepth } from '../../src/flags/model/validate.js';
 
 t.test('the SSE parser handles every line ending, split chunks, comments, ids and multi-line data', async (t) => {
-  const stream = 'retry: 500\n: hi\nid: 1\nevent: put\ndata: {"a":\ndata: 1}\n\r\nid: 2\r\nevent: patch\r\ndata: x\r\n\r\ndata:no-space\r\r';
+  const stream = 'retry: 500\n: hi\nid: 1\nevent: put\ndata: {"a":\ndata: 1}\n\r\nid: 2\r\n' + 'event: patch\r\ndata: x\r\n\r\ndata:no-space\r\r';
   const cases = [1, 2, 3, 7, stream.length];
   for (const size of cases) {
     const p = new SseParser();
@@ -288,7 +288,7 @@ t.test('access tokens verify synchronously exactly as jose does', async (t) => {
     { name: 'one second before expiry', token: good, at: now + 3599_000, ok: true },
     { name: 'at expiry', token: good, at: now + 3600_000, ok: false },
     { name: 'another secret', token: sign({ sub: 'u1', email: 'a@b.c', role: 'admin', iss: 'simlab-flags', exp: sec + 60 }, undefined, new TextEncoder().encode('x'.repeat(40))), ok: false },
-    { name: 'a changed payload', token: `${h}.${Buffer.from(JSON.stringify({ sub: 'u1', email: 'a@b.c', role: 'admin', iss: 'simlab-flags', exp: sec + 60 })).toString('base64url')}.${good.split('.')[2]}`, ok: false },
+    { name: 'a changed payload', token: `${h}.` + Buffer.from(JSON.stringify({ sub: 'u1', email: 'a@b.c', role: 'admin', iss: 'simlab-flags', exp: sec + 60 })).toString('base64url') + `.${good.split('.')[2]}`, ok: false },
     { name: 'alg none', token: `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`, ok: false },
     { name: 'another issuer', token: sign({ sub: 'u1', email: 'a@b.c', role: 'admin', iss: 'other', exp: sec + 60 }), ok: false },
     { name: 'no exp', token: sign({ sub: 'u1', email: 'a@b.c', role: 'admin', iss: 'simlab-flags' }), ok: false },

@@ -105,7 +105,10 @@ async function setup(srv: Started): Promise<Fixture> {
   return fx;
 }
 
-/** Projects, their environments and newest audit record (first 20 projects), the fixture's flags and segments, the users. */
+/**
+ * Projects, their environments and newest audit record (first 20 projects), the fixture's flags and segments,
+ * the users.
+ */
 async function snapshot(srv: Started, fx: Fixture): Promise<unknown> {
   const c = api(srv.base);
   const h = auth(fx);
@@ -141,7 +144,7 @@ async function readBack(srv: Started, fx: Fixture, text: string, kind: 'flag' | 
   const base = '/api/v1/projects/fz';
   const env = `${base}/environments/prod`;
   const same = (what: string, got: unknown): void => {
-    if (!isDeepStrictEqual(got, accepted)) throw new Error(`read-back: ${what} does not return the accepted ${kind} ${accepted.key as string}: ${JSON.stringify(got)?.slice(0, 200)}`);
+    if (!isDeepStrictEqual(got, accepted)) throw new Error(`read-back: ${what} does not return the accepted ${kind} ${accepted.key as string}: ` + `${JSON.stringify(got)?.slice(0, 200)}`);
   };
   const ok = async <T>(what: string, r: Promise<{ status: number; body: T; text: string }>): Promise<T> => {
     const res = await r;
@@ -265,9 +268,9 @@ const opts = fuzzOptions(10);
 allowTime(t, opts, endpoints.length);
 await fuzzService(t, svc, opts);
 
-// Fixed (regression test): (src/flags/eval/operators.ts compileRegex): `matches` clauses run `new RegExp(pattern)` on the
-// backtracking engine, so an editor's pattern with nested quantifiers plus any caller's context
-// freezes the whole service: after
+// Fixed (regression test): (src/flags/eval/operators.ts compileRegex): `matches` clauses run
+// `new RegExp(pattern)` on the backtracking engine, so an editor's pattern with nested quantifiers
+// plus any caller's context freezes the whole service: after
 //   POST /api/v1/projects/p/environments/e/flags {"key":"redos","type":"boolean","defaultVariation":"off",
 //     "variations":[{"key":"on","value":true},{"key":"off","value":false}],
 //     "rules":[{"clauses":[{"attribute":"name","op":"matches","values":["^(a+)+$"]}],"variation":"on"}]}

@@ -35,7 +35,10 @@ export const bodyCapBytes = 1024 * 1024;
 /** The adapter's cap on array elements plus object members in one body. */
 export const edgeValuesMax = 100_000;
 
-/** A string that makes `seedText` (a body whose one field is replaced by it) exactly `targetBytes` long (ASCII, so bytes are characters). */
+/**
+ * A string that makes `seedText` (a body whose one field is replaced by it) exactly `targetBytes` long
+ * (ASCII, so bytes are characters).
+ */
 export function stringFilling(seedBytes: number, targetBytes: number): string {
   return 'n'.repeat(Math.max(0, targetBytes - seedBytes));
 }

@@ -63,7 +63,10 @@ export interface ServiceUnderTest<F> {
    * (from scopeOf) narrows it to what the request could touch; undefined means everything.
    */
   snapshot(srv: Started, fx: F, scope?: string): Promise<unknown>;
-  /** Which part of the state a request could touch (e.g. the cluster id in its path); snapshots are cached per scope. */
+  /**
+   * Which part of the state a request could touch (e.g. the cluster id in its path); snapshots are cached per
+   * scope.
+   */
   scopeOf?: (wire: Wire, fx: F) => string;
   /**
    * After a request that succeeded and may have changed things (called lazily, before the next request
@@ -345,7 +348,11 @@ export function build<F>(svc: ServiceUnderTest<F>, ep: Endpoint<F>, c: Case, fx:
 
 export function describe(wire: Wire): string {
   const hdr = Object.entries(wire.headers).filter(([k]) => k !== 'authorization' || !/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/.test(wire.headers[k] ?? '')).map(([k, v]) => `${k}: ${clip(v, 60)}`);
-  return `${wire.method} ${clip(wire.path, 200)}${hdr.length ? ` [${hdr.join('; ')}]` : ''}${wire.chunked ? ' (chunked)' : ''}${wire.waitForEarlyAnswer ? ' (body held until an early answer)' : ''} body=${wire.bodyLabel}`;
+  return (
+    `${wire.method} ${clip(wire.path, 200)}${hdr.length ? ` [${hdr.join('; ')}]` : ''}` +
+    `${wire.chunked ? ' (chunked)' : ''}${wire.waitForEarlyAnswer ? ' (body held until an early answer)' : ''} ` +
+    `body=${wire.bodyLabel}`
+  );
 }
 
 // ---- the cases ------------------------------------------------------------------------------
@@ -446,7 +453,8 @@ export function corpus<F>(ep: Endpoint<F>, fx: F, full: boolean): Case[] {
       out.push(m(`${f} missing`, [{ op: 'delete', at }]));
       if (full || typeof value === 'string' || Array.isArray(value)) out.push(m(`${f} = ~900 KB string`, [{ op: 'replace', at, value: hugeString() }]));
       if (full || i === 0 || (value !== null && typeof value === 'object')) out.push(m(`${f} = 10,000 nested arrays`, [{ op: 'replace', at, value: deepArrays() }]));
-      // Nesting the edge lets through (64 levels with the body's own object): the service must store and serve it, or refuse it with a 400.
+      // Nesting the edge lets through (64 levels with the body's own object): the service must store and
+      // serve it, or refuse it with a 400.
       out.push(m(`${f} = ${edgeNestingLevels - 1} nested objects (the deepest the edge accepts)`, [{ op: 'replace', at, value: deepObjects(edgeNestingLevels - 1) }]));
       out.push(m(`${f} = control characters`, [{ op: 'replace', at, value: controlChars }]));
       if (full || Array.isArray(value)) out.push(m(`${f} = an array of 10,000 numbers`, [{ op: 'replace', at, value: longArray(10_000) }]));
@@ -498,7 +506,7 @@ export function firstDifference(a: unknown, b: unknown, at = '$'): string {
       if (d) return d;
     }
   }
-  return `${at}: before ${clip(JSON.stringify(a) ?? 'undefined', 150)}, after ${clip(JSON.stringify(b) ?? 'undefined', 150)}`;
+  return `${at}: before ${clip(JSON.stringify(a) ?? 'undefined', 150)}, after ` + `${clip(JSON.stringify(b) ?? 'undefined', 150)}`;
 }
 
 export interface FuzzOptions {
@@ -563,7 +571,10 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
     snapValid = false;
     dirty = false;
   };
-  /** After a batch: the process must still run and answer /healthz 200; if not, say so and start a fresh one for the next batch. */
+  /**
+   * After a batch: the process must still run and answer /healthz 200; if not, say so and start a fresh one
+   * for the next batch.
+   */
   const checkAlive = async (batch: string, problems: string[]): Promise<void> => {
     if (await alive()) return;
     const how = srv.child.exitCode !== null || srv.child.signalCode !== null ? `exited (code ${srv.child.exitCode}, signal ${srv.child.signalCode})` : '/healthz does not answer 200';
@@ -610,7 +621,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
         n.refused++;
         const after = await svc.snapshot(srv, fx, scope);
         if (!isDeepStrictEqual(after, snap)) {
-          problem = `state changed after a refused ${reply.status} (${clip(reply.text, 160)}): ${firstDifference(snap, after)}`;
+          problem = `state changed after a refused ${reply.status} (${clip(reply.text, 160)}): ` + `${firstDifference(snap, after)}`;
         } else {
           snap = after;
         }
@@ -626,7 +637,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
       dirty = true;
     }
     const status = reply.kind === 'response' ? `${reply.status} ` : '';
-    return `${name}: ${problem}\n    request: ${describe(wire)}\n    answer: ${status}${reply.kind === 'response' ? clip(reply.text, 200) : reply.kind}`;
+    return `${name}: ${problem}\n    request: ${describe(wire)}\n` + `    answer: ${status}${reply.kind === 'response' ? clip(reply.text, 200) : reply.kind}`;
   };
 
   for (const [index, ep] of svc.endpoints.entries()) {
@@ -641,7 +652,8 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
         const p = await runOne(ep, c, n);
         if (p) problems.push(`[${c.label}] ${p}`);
       }
-      // A process can die after answering (a stored value that kills a later read, a stream, a timer): check after each batch.
+      // A process can die after answering (a stored value that kills a later read, a stream, a timer): check
+      // after each batch.
       await checkAlive(`the fixed corpus of ${name}`, problems);
       const runs = Math.max(1, Math.round(opts.runs * (ep.runsFactor ?? 1)));
       const details = await fc.check(
@@ -653,7 +665,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
       );
       if (details.failed) {
         const err = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-        problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}; replay: FUZZ_SEED=${opts.seed} FUZZ_RUNS=${opts.runs}] ${err}`);
+        problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}; replay: ` + `FUZZ_SEED=${opts.seed} FUZZ_RUNS=${opts.runs}] ${err}`);
       }
       await checkAlive(`the ${runs} random cases of ${name}`, problems);
       t.same(problems, [], `every request to ${name} kept the properties (${n.sent} sent)`);
@@ -687,7 +699,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
           else if (outcome.kind === 'refused' && outcome.status >= 400 && outcome.status < 500) n.refused++;
           else {
             n.failed++;
-            const problem = `${name}: ${outcome.kind === 'refused' ? `upgrade answered ${outcome.status}` : outcome.message}\n    request: ${clip(path, 200)} headers ${clip(JSON.stringify(headers), 200)}`;
+            const problem = `${name}: ${outcome.kind === 'refused' ? `upgrade answered ${outcome.status}` : outcome.message}\n` + `    request: ${clip(path, 200)} headers ${clip(JSON.stringify(headers), 200)}`;
             if (!(await alive())) {
               await restart();
               throw new Error(`${problem} — and the process is dead or /healthz does not answer`);
@@ -697,12 +709,12 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
           if (!(await alive())) {
             n.failed++;
             await restart();
-            throw new Error(`${name}: the service died after frames ${clip(JSON.stringify(c.frames.map((f) => f.label)), 300)} on ${clip(path, 200)}`);
+            throw new Error(`${name}: the service died after frames ` + `${clip(JSON.stringify(c.frames.map((f) => f.label)), 300)} on ${clip(path, 200)}`);
           }
         }),
         { numRuns: Math.max(1, Math.round(opts.runs / 2)), seed: opts.seed, endOnFailure: false },
       );
-      if (details.failed) problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}] ${details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)}`);
+      if (details.failed) problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}] ` + (details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)));
       t.same(problems, [], `every WebSocket exchange kept the properties (${n.sent} tried)`);
       t.ok(await alive(), `${svc.name} is alive and /healthz answers after the WebSocket cases`);
     });
@@ -713,7 +725,7 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
   const line = (a: string, ...cols: Array<string | number>): string => `${a.padEnd(w)} ${cols.map((c) => String(c).padStart(8)).join(' ')}`;
   const total = rows.reduce((s, [, c]) => ({ sent: s.sent + c.sent, ok: s.ok + c.ok, refused: s.refused + c.refused, skipped: s.skipped + c.skipped, failed: s.failed + c.failed }), { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 });
   t.comment([
-    `${svc.name}: requests per endpoint (seed ${opts.seed}, ${opts.runs} random runs per endpoint${opts.full ? ', full corpus' : ''})`,
+    `${svc.name}: requests per endpoint (seed ${opts.seed}, ${opts.runs} random runs per ` + `endpoint${opts.full ? ', full corpus' : ''})`,
     line('endpoint', 'sent', '2xx', '4xx', 'skipped', 'failed'),
     ...rows.map(([k, c]) => line(k, c.sent, c.ok, c.refused, c.skipped, c.failed)),
     line('total', total.sent, total.ok, total.refused, total.skipped, total.failed),
@@ -721,13 +733,13 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
 }
 
 /**
- * Fixed, kept for the record: (src/http/app.ts, every service): a body declared over 1 MiB is answered 413 and the connection
- * is closed at once (`res.end(..., closeConnection = true)`) while the client is still sending. The
- * unread bytes make the server's kernel reset the connection, and the client's kernel then discards
- * the 413 it had received: the client sees `write EPIPE` / `ECONNRESET` (0 bytes) instead of the 413.
- * (RFC 9112 §9.6: close the write side and keep draining, "lingering close".) Reproduce: send the
- * headers and the 1.1 MB body in one go from a separate process. The same case with the body held
- * back until the early answer (as curl's Expect: 100-continue does) is sent and must pass.
+ * Fixed, kept for the record: (src/http/app.ts, every service): a body declared over 1 MiB is answered 413
+ * and the connection is closed at once (`res.end(..., closeConnection = true)`) while the client is still
+ * sending. The unread bytes make the server's kernel reset the connection, and the client's kernel then
+ * discards the 413 it had received: the client sees `write EPIPE` / `ECONNRESET` (0 bytes) instead of the
+ * 413. (RFC 9112 §9.6: close the write side and keep draining, "lingering close".) Reproduce: send the
+ * headers and the 1.1 MB body in one go from a separate process. The same case with the body held back until
+ * the early answer (as curl's Expect: 100-continue does) is sent and must pass.
  */
 export const oversizeAtOnce: KnownBug = {
   note: '413 on a declared oversize body is lost to a connection reset',
@@ -735,7 +747,8 @@ export const oversizeAtOnce: KnownBug = {
 };
 
 /**
- * Fixed, kept for the record: (src/http/app.ts send(), every service): HEAD answers carry the JSON body (`HEAD /healthz` →
+ * Fixed, kept for the record: (src/http/app.ts send(), every service): HEAD answers carry the JSON body
+ * (`HEAD /healthz` →
  * `Content-Length: 15` then `{"status":"ok"}`), which HTTP forbids; a client reading the next answer
  * on that keep-alive connection fails with "Parse Error: Expected HTTP/". Every HEAD case is skipped.
  */

@@ -212,7 +212,7 @@ t.test('a WebSocket callback that throws fails that event only: logged, counted,
   t.same(app.handlerErrorCounts().map((e) => `${e.kind} ${e.route} ${e.count}`).sort(), ['threw WS /ws 1', 'threw WS /ws-refuses 1'], 'both are counted under the WebSocket route');
 });
 
-t.test('JSON bodies are refused with 400 naming the limit past 64 levels of nesting or 100,000 values, before any handler runs', async (t) => {
+t.test('JSON bodies are refused with 400 naming the limit past 64 levels of nesting or ' + '100,000 values, before any handler runs', async (t) => {
   t.equal(jsonNestingDepthMax, 64, 'the nesting limit is 64 levels');
   t.equal(jsonValuesMax, 100_000, 'the values limit is 100,000');
   let reached = 0;

@@ -105,7 +105,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       continue;
     }
     if (args.explain && parsed.skipped > 0) {
-      io.err(`lincheck: note: ${file}: ${parsed.skipped} non-client operations (such as :nemesis) or other log lines skipped`);
+      io.err(`lincheck: note: ${file}: ${parsed.skipped} non-client operations (such as :nemesis) ` + 'or other log lines skipped');
     }
     const budget = args.timeoutMs === undefined ? undefined : { now: io.now, deadline: started + args.timeoutMs };
     const result: CheckResult = checkHistory(parsed.history, model, { budget });
