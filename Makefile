@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.simlab-stamp
 
-.PHONY: run test build deps bench bench-lincheck bench-table sim sim-long typecheck clean fuzz load soak wrk
+.PHONY: run test build deps bench bench-lincheck bench-table sim sim-long typecheck clean fuzz load soak wrk format format-check
 
 # Reinstall from the lock file whenever it changes (or node_modules is missing).
 $(NODE_MODULES_STAMP): package-lock.json package.json
@@ -11,8 +11,11 @@ $(NODE_MODULES_STAMP): package-lock.json package.json
 
 deps: $(NODE_MODULES_STAMP)
 
+# The web pages: typechecked (web/tsconfig.json), then bundled by esbuild into dist/web/<page>/.
 build: deps
 	npx tsc -p tsconfig.json
+	npx tsc -p web/tsconfig.json
+	node scripts/build-web.mjs
 
 run: build
 	node dist/src/main.js
@@ -22,6 +25,14 @@ test: build
 
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit
+
+# One formatter for the whole tree (Biome, settings in biome.json): format rewrites files in place,
+# format-check only reports the files it would change (test/tidy.test.ts runs the same check).
+format: deps
+	node_modules/.bin/biome format --write
+
+format-check: deps
+	node_modules/.bin/biome format
 
 # wrk drives the HTTP benchmarks (Debian package; installed on first use).
 wrk:

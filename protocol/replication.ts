@@ -1,6 +1,6 @@
 /**
  * TypeBox schemas for every replication-simulator request and response of the spec and
- * DECISIONS.md. Request schemas are validated at the HTTP edge; response schemas document the
+ * ../shared/specs/DECISIONS.md. Request schemas are validated at the HTTP edge; response schemas document the
  * shapes and are checked in tests. This module imports nothing from src/.
  */
 import Type, { type Static } from 'typebox';
@@ -177,7 +177,7 @@ export const NonAtomicBatchResult = Type.Object({
 
 export const ErrorBody = Type.Object({ error: Type.String() });
 
-/** /ws event envelope (DECISIONS.md). */
+/** /ws event envelope (../shared/specs/DECISIONS.md). */
 export const SimEvent = Type.Object({
   type: Type.String(),
   cluster_id: Type.String(),

@@ -12,6 +12,9 @@
  *   c.fabric.partition(['n1'], ['n2','n3']); c.crash('n2'); c.restart('n2'); ...
  *   c.traceHash();                                    // equal for equal seeds and equal driving code
  *
+ * Timings default to protocol/timings.ts and are checked like etcd's Config.validate(): a cluster
+ * with heartbeat >= election timeout min, or min > max, is refused at construction (RangeError).
+ *
  * Rules: the runtime's rng (seeded) forks the fabric's rng first, then one rng per initial node in
  * nodeIds order, then one per later restart/addNode; `rng` is left for the test's own fault choices.
  * Each step jumps the clock to the next event (fabric delivery or core deadline), delivers what is
@@ -19,7 +22,7 @@
  * every input a core is drained at once: its messages are submitted at the current virtual time,
  * its replies recorded, its events collected.
  *
- * Durable state (core.ts, etcd raft's Ready): with `durableFold`, each node's drained durable
+ * Durable state (protocol/core.ts, etcd raft's Ready): with `durableFold`, each node's drained durable
  * records are folded as they come, before that step's messages go out, and crash() keeps that fold
  * (what storage outside the node would hold) instead of asking the dying core. The fold must equal
  * the core's persistentState() at every crash: a record the core forgot to emit fails the run there.
@@ -28,7 +31,6 @@ import { createHash, type Hash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { pack, unpack } from 'msgpackr';
 import {
-  defaultTimings,
   emptyOutput,
   type ClientOp,
   type ClientReply,
@@ -42,7 +44,8 @@ import {
   type DurableFold,
   type NodeCore,
   type NodeId,
-} from '../replication/core.js';
+} from '../../protocol/core.js';
+import { coreTimingsDefault, validateTimings } from '../../protocol/timings.js';
 import { SeededRng, type Rng } from '../util/rng.js';
 import { invariant } from '../util/assert.js';
 import { Fabric, type Delivery } from './fabric.js';
@@ -122,7 +125,11 @@ export class DetCluster {
   constructor(opts: DetClusterOptions) {
     invariant(new Set(opts.nodeIds).size === opts.nodeIds.length, 'node ids must be unique');
     this.opts = opts;
-    this.timings = { ...defaultTimings, ...opts.timings };
+    this.timings = { ...coreTimingsDefault, ...opts.timings };
+    // etcd's newRaft panics on an invalid Config; a run with heartbeat >= election timeout would only
+    // show up later as elections against a live leader, so refuse it here with the reason.
+    const timingsCheck = validateTimings(this.timings);
+    if (!timingsCheck.ok) throw new RangeError(`DetCluster: invalid timings: ${timingsCheck.error}`);
     this.clock = opts.startTimeMs ?? defaultStartTimeMs;
     this.rng = new SeededRng(opts.seed);
     this.fabric = new Fabric<unknown>({ rng: this.rng.fork(), ...opts.fabric });

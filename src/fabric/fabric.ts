@@ -51,10 +51,56 @@ export interface FabricStats {
   queued_in_inboxes: number;
 }
 
+/**
+ * What one link has carried since it was created: plain integers bumped on the submit and delivery
+ * paths (no allocation per message). `kinds[k]` counts messages submitted with kind tag k (the
+ * caller's small integer for a message type; the fabric never learns what it means).
+ */
+export interface LinkCounters {
+  /** Every submit on the link, whatever its outcome. */
+  sent: number;
+  /** Arrived at the destination: handed to it, or held in its inbox while it is not deliverable. */
+  delivered: number;
+  dropped_rate: number;
+  /** At submit, or on arrival when a partition appeared while the message was in flight. */
+  dropped_partition: number;
+  /** The link queue was full at submit, or the destination's held inbox was full on arrival. */
+  dropped_full: number;
+  /** Payload bytes submitted, as the caller sized them (0 when it does not say). */
+  bytes: number;
+  /** Submitted messages by kind tag; holes and absent tags are 0. */
+  kinds: readonly number[];
+}
+
+/** A link as `forEachLink` shows it: its ends, its settings, its queue and its counters. */
+export interface LinkView extends LinkCounters {
+  from: string;
+  to: string;
+  latencyMs: number;
+  dropRate: number;
+  blocked: boolean;
+  inFlight: number;
+}
+
+/** A change of the fabric's fault settings, for a listener that records when faults start and end. */
+export type FabricFaultChange =
+  | { kind: 'latency'; from: string; to: string; ms: number }
+  | { kind: 'drop'; from: string; to: string; rate: number }
+  | { kind: 'partition'; partitionId: string; groupA: string[]; groupB: string[] }
+  | { kind: 'heal'; partitionId: string }
+  | { kind: 'clear' };
+
 /** One direction between two nodes: its fault settings and its in-flight queue (a ring buffer). */
-class Link<P> {
+class Link<P> implements LinkCounters {
   latencyMs = 0;
   dropRate = 0;
+  sent = 0;
+  delivered = 0;
+  dropped_rate = 0;
+  dropped_partition = 0;
+  dropped_full = 0;
+  bytes = 0;
+  kinds: number[] = [];
   /** Any active partition separates the two ends (recomputed when partitions or nodes change). */
   blocked = false;
   /** deliverAt of the newest message: the next one is never due earlier (per-link FIFO). */
@@ -151,6 +197,8 @@ export class Fabric<P> {
    * looks inside it; a listener that needs to know which message went can read it).
    */
   onDrop?: (from: string, to: string, outcome: SubmitOutcome, payload: P) => void;
+  /** Called after every change of latency, drop rate or partitions (a recorder of fault intervals). */
+  onFaultChange?: (change: FabricFaultChange) => void;
 
   private readonly rng: Rng;
   private readonly linkQueueMax: number;
@@ -240,7 +288,9 @@ export class Fabric<P> {
   setLatency(from: string, to: string, ms: number): void {
     invariant(Number.isFinite(ms) && ms >= 0, () => `latency must be a finite number >= 0, got ${ms}`);
     const link = this.linkByName(from, to);
-    if (link) link.latencyMs = ms;
+    if (!link) return;
+    link.latencyMs = ms;
+    this.onFaultChange?.({ kind: 'latency', from, to, ms });
   }
 
   latency(from: string, to: string): number {
@@ -251,7 +301,9 @@ export class Fabric<P> {
   setDropRate(from: string, to: string, rate: number): void {
     invariant(rate >= 0 && rate <= 1, () => `drop rate must lie in [0, 1], got ${rate}`);
     const link = this.linkByName(from, to);
-    if (link) link.dropRate = rate;
+    if (!link) return;
+    link.dropRate = rate;
+    this.onFaultChange?.({ kind: 'drop', from, to, rate });
   }
 
   dropRate(from: string, to: string): number {
@@ -263,12 +315,14 @@ export class Fabric<P> {
     const id = `p${++this.partitionSeq}`;
     this.parts.set(id, { groupA: new Set(groupA), groupB: new Set(groupB) });
     this.recomputeBlocked();
+    this.onFaultChange?.({ kind: 'partition', partitionId: id, groupA: [...groupA], groupB: [...groupB] });
     return id;
   }
 
   heal(partitionId: string): boolean {
     if (!this.parts.delete(partitionId)) return false;
     this.recomputeBlocked();
+    this.onFaultChange?.({ kind: 'heal', partitionId });
     return true;
   }
 
@@ -297,6 +351,7 @@ export class Fabric<P> {
         link.blocked = false;
       }
     }
+    this.onFaultChange?.({ kind: 'clear' });
   }
 
   /**
@@ -316,7 +371,11 @@ export class Fabric<P> {
     return index !== undefined && (this.slots[index] as NodeSlot<P>).deliverable;
   }
 
-  submit(from: string, to: string, payload: P, now: number): SubmitOutcome {
+  /**
+   * `bytes` (the payload's size as the caller counts it) and `kind` (a small integer tag for the
+   * message's type, -1 for none) only feed the link's counters; the fabric never reads the payload.
+   */
+  submit(from: string, to: string, payload: P, now: number, bytes = 0, kind = -1): SubmitOutcome {
     this.submitted++;
     let link: Link<P> | undefined;
     if (from === this.lastFrom && to === this.lastTo && this.lastLink) {
@@ -328,10 +387,26 @@ export class Fabric<P> {
       this.lastTo = to;
       this.lastLink = link;
     }
+    link.sent++;
+    link.bytes += bytes;
+    if (kind >= 0) {
+      const kinds = link.kinds;
+      while (kinds.length <= kind) kinds.push(0);
+      kinds[kind] = (kinds[kind] as number) + 1;
+    }
     // Order of checks: a partition costs no randomness, so adding one does not shift the drop stream.
-    if (link.blocked) return this.drop(from, to, 'dropped_partition', payload);
-    if (link.dropRate > 0 && this.rng.chance(link.dropRate)) return this.drop(from, to, 'dropped_rate', payload);
-    if (link.size >= this.linkQueueMax) return this.drop(from, to, 'dropped_full', payload);
+    if (link.blocked) {
+      link.dropped_partition++;
+      return this.drop(from, to, 'dropped_partition', payload);
+    }
+    if (link.dropRate > 0 && this.rng.chance(link.dropRate)) {
+      link.dropped_rate++;
+      return this.drop(from, to, 'dropped_rate', payload);
+    }
+    if (link.size >= this.linkQueueMax) {
+      link.dropped_full++;
+      return this.drop(from, to, 'dropped_full', payload);
+    }
     // Per-link FIFO even when latency shrinks: never due before the message ahead of it.
     let at = now + link.latencyMs;
     if (at < link.lastDeliverAt) at = link.lastDeliverAt;
@@ -373,17 +448,20 @@ export class Fabric<P> {
         // A partition created while the message was in flight drops it on arrival.
         if (link.blocked) {
           this.droppedPartition++;
+          link.dropped_partition++;
           this.onDrop?.(fromId, dst.id, 'dropped_partition', payload);
           continue;
         }
         if (!dst.deliverable && dst.inbox.length >= this.inboxMax) {
           this.droppedFull++;
+          link.dropped_full++;
           this.onDrop?.(fromId, dst.id, 'dropped_full', payload);
           continue;
         }
         if (dst.inbox.length === 0) dst.inboxFirstAt = at;
         dst.inbox.push({ from: fromId, payload });
         this.inInboxes++;
+        link.delivered++;
       }
       if (link.size > 0) this.heapPush(link);
     }
@@ -416,6 +494,38 @@ export class Fabric<P> {
       in_flight: this.inFlight,
       queued_in_inboxes: this.inInboxes,
     };
+  }
+
+  /**
+   * Visits every link that exists (created by traffic or a setting), in slot order. The view object
+   * is reused between calls of `visit`: copy what must outlive the call. Links of a removed node
+   * are gone with their counters.
+   */
+  forEachLink(visit: (link: Readonly<LinkView>) => void): void {
+    const view: LinkView = {
+      from: '', to: '', latencyMs: 0, dropRate: 0, blocked: false, inFlight: 0, sent: 0, delivered: 0,
+      dropped_rate: 0, dropped_partition: 0, dropped_full: 0, bytes: 0, kinds: [],
+    };
+    for (const s of this.slots) {
+      if (!s) continue;
+      view.from = s.id;
+      for (const link of s.out) {
+        if (!link) continue;
+        view.to = (this.slots[link.to] as NodeSlot<P>).id;
+        view.latencyMs = link.latencyMs;
+        view.dropRate = link.dropRate;
+        view.blocked = link.blocked;
+        view.inFlight = link.size;
+        view.sent = link.sent;
+        view.delivered = link.delivered;
+        view.dropped_rate = link.dropped_rate;
+        view.dropped_partition = link.dropped_partition;
+        view.dropped_full = link.dropped_full;
+        view.bytes = link.bytes;
+        view.kinds = link.kinds;
+        visit(view);
+      }
+    }
   }
 
   private drop(from: string, to: string, outcome: Exclude<SubmitOutcome, 'queued'>, payload: P): SubmitOutcome {

@@ -40,6 +40,11 @@ export class LiveFabricDriver {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private closed = false;
+  /**
+   * Reads a message's kind tag from its bytes for the fabric's per-link counters (link-stats.ts's
+   * messageKindTag); unset, messages are counted without a kind. Set only while someone watches.
+   */
+  kindOf: ((bytes: Uint8Array) => number) | undefined;
 
   constructor(
     readonly fabric: Fabric<WirePayload>,
@@ -52,12 +57,14 @@ export class LiveFabricDriver {
     const now = this.now();
     readFrames(buf, (toIdx, bytes, tp) => {
       if (toIdx >= reservedFrameIndexMin) return; // the sender's durable records, stored by its handle
+      const kind = this.kindOf === undefined ? -1 : this.kindOf(bytes);
       if (tp === undefined) {
-        this.fabric.submit(fromId, idOf(toIdx), bytes, now);
+        this.fabric.submit(fromId, idOf(toIdx), bytes, now, bytes.byteLength, kind);
         return;
       }
       const span = startSpan('fabric.send', tp, { from: fromId, to: idOf(toIdx), bytes: bytes.byteLength });
-      const outcome = this.fabric.submit(fromId, idOf(toIdx), { bytes, tp: span ? span.traceparent() : tp }, now);
+      const traced = { bytes, tp: span ? span.traceparent() : tp };
+      const outcome = this.fabric.submit(fromId, idOf(toIdx), traced, now, bytes.byteLength, kind);
       span?.setAttribute('outcome', outcome);
       span?.end();
     });

@@ -13,7 +13,7 @@ import type { FlagsContext } from './api/context.js';
 import { registerManagementRoutes } from './api/management-routes.js';
 import { createMetrics } from './api/metrics.js';
 import { registerSdkRoutes } from './api/sdk-routes.js';
-import { sseClientBufferBytesDefault } from './limits.js';
+import { auditRecordsPerProjectMaxDefault, envBytesMin, sseClientBufferBytesDefault } from './limits.js';
 import { defaultAccountRateLimit, defaultLoginRateLimit, type RateLimitConfig } from './auth/rate-limit.js';
 import { AuthService } from './auth/service.js';
 import { ChangeFeed } from './store/feed.js';
@@ -62,13 +62,13 @@ function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; accoun
     stream: {
       heartbeatMs: intFromEnv(env, 'FLAGS_SSE_HEARTBEAT_MS', defaultStreamLimits.heartbeatMs),
       drainTimeoutMs: intFromEnv(env, 'FLAGS_SSE_DRAIN_TIMEOUT_MS', defaultStreamLimits.drainTimeoutMs, 1),
-      replayBytesMax: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, 1024),
+      replayBytesMax: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, envBytesMin),
       clientsMax: intFromEnv(env, 'FLAGS_SSE_CLIENTS_MAX', defaultStreamLimits.clientsMax, 1),
       replayLogEntriesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_MAX', defaultStreamLimits.replayLogEntriesMax, 1),
-      replayLogBytesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_BYTES', defaultStreamLimits.replayLogBytesMax, 1024),
+      replayLogBytesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_BYTES', defaultStreamLimits.replayLogBytesMax, envBytesMin),
     },
-    sseBufferBytes: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, 1024),
-    auditMax: intFromEnv(env, 'FLAGS_AUDIT_MAX_PER_PROJECT', 100_000, 1),
+    sseBufferBytes: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, envBytesMin),
+    auditMax: intFromEnv(env, 'FLAGS_AUDIT_MAX_PER_PROJECT', auditRecordsPerProjectMaxDefault, 1),
   };
 }
 
@@ -88,7 +88,7 @@ export function warnIfKernelBuffersUnbounded(logger: Logger, sseBufferBytes: num
   if (Number.isFinite(lowat) && lowat > sseBufferBytes) {
     logger.warn(
       { tcpNotsentLowat: lowat, sseClientBufferBytes: sseBufferBytes },
-      `flags: the kernel may hold up to its send buffer (net.ipv4.tcp_wmem max) for each stream client that stops reading, until FLAGS_SSE_DRAIN_TIMEOUT_MS cuts it off; sysctl net.ipv4.tcp_notsent_lowat=${sseBufferBytes} bounds it to the slow-client limit`,
+      'flags: the kernel may hold up to its send buffer (net.ipv4.tcp_wmem max) for each ' + 'stream client that stops reading, until FLAGS_SSE_DRAIN_TIMEOUT_MS cuts it off; ' + `sysctl net.ipv4.tcp_notsent_lowat=${sseBufferBytes} bounds it to the slow-client limit`,
     );
   }
 }

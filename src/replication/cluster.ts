@@ -15,11 +15,18 @@ import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protoco
 import { liveRng } from '../util/rng.js';
 import { lastEntryEpochOf, type ClientOp, type ClientReply, type ClusterConfig, type CoreEvent, type CoreStatus, type CoreTimings, type NodeId, type Version } from './core.js';
 import { NodeHandle, type ExitInfo } from './node-handle.js';
-import { HistoryRing, type HistoryOp } from './history.js';
+import { FaultLog, HistoryRing, type HistoryOp } from './history.js';
+import type { FabricFaultChange } from '../fabric/fabric.js';
+import { messageKindTag } from './link-stats.js';
 import { DurableStore } from './durable-store.js';
-import { nodeCallDeadlineMs } from './limits.js';
+import {
+  faultIntervalsMax,
+  fabricLimitsFromEnv, historyOpsMax, membershipChangeRetriesMax, membershipChangeRetryMs, nodeCallDeadlineMs, requestSweepMs,
+  validateTimings,
+} from './limits.js';
 import { canRestart } from './cores/index.js';
 import { ReplicationError } from './errors.js';
+import { unreachable } from '../util/assert.js';
 
 export interface ClusterHooks {
   event: (clusterId: string, e: CoreEvent) => void;
@@ -50,22 +57,8 @@ export async function withinMs<T>(p: Promise<T>, ms: number): Promise<T | undefi
 
 export type { HistoryOp } from './history.js';
 
-/** Client operations kept per cluster for the linearizability checker (older ones fall off and are counted). */
-export const historyMax = 20_000;
-
 /** Sub-millisecond wall-clock time: two sequential operations never share an instant in the history. */
 export const preciseNowMs = (): number => performance.timeOrigin + performance.now();
-
-/** Fabric queue caps (messages): FABRIC_LINK_QUEUE_MAX (default 1024 per link), FABRIC_INBOX_MAX (256 per node inbox). */
-export const fabricLimits = {
-  linkQueueMax: positiveInt(process.env['FABRIC_LINK_QUEUE_MAX'], 1024),
-  inboxMax: positiveInt(process.env['FABRIC_INBOX_MAX'], 256),
-};
-
-function positiveInt(v: string | undefined, dflt: number): number {
-  const n = Number(v);
-  return Number.isInteger(n) && n > 0 ? n : dflt;
-}
 
 export function toKVEntry(v: Version): KVEntry {
   return {
@@ -82,15 +75,15 @@ export function toKVEntry(v: Version): KVEntry {
 /**
  * Asks the raft leader for one membership change and waits for its answer. Right after an election
  * the leader refuses changes until it commits an entry of its term ("retry shortly"): retried up to
- * 10 times, 100 ms apart.
+ * membershipChangeRetriesMax times, membershipChangeRetryMs apart (limits.ts).
  */
 async function proposeMembershipChange(
   leader: NodeHandle,
   cmd: { kind: 'add_server' | 'remove_server'; node_id: NodeId },
 ): Promise<ClientReply> {
   let r = await leader.controlAwait(cmd);
-  for (let i = 0; i < 10 && !r.ok && /retry shortly/.test(r.error); i++) {
-    await new Promise((res) => setTimeout(res, 100));
+  for (let i = 0; i < membershipChangeRetriesMax && !r.ok && /retry shortly/.test(r.error); i++) {
+    await new Promise((res) => setTimeout(res, membershipChangeRetryMs));
     r = await leader.controlAwait(cmd);
   }
   return r;
@@ -111,8 +104,14 @@ export class Cluster {
   private nextNodeNumber = 1;
   private readonly driver: LiveFabricDriver;
   private sweepTimer: NodeJS.Timeout;
-  /** Bounded history: a ring of historyMax operations; what falls off is counted. */
-  private readonly historyRing = new HistoryRing(historyMax);
+  /** Bounded history: a ring of historyOpsMax operations; what falls off is counted. */
+  private readonly historyRing = new HistoryRing(historyOpsMax);
+  /**
+   * When each fault (pause, crash, stall, partition, latency, drop, clock skew, heal) started and
+   * ended, for the history's fault lane: network faults are seen through the fabric's
+   * onFaultChange, node faults where this class applies them, skew and stall by the routes.
+   */
+  readonly faults = new FaultLog(faultIntervalsMax);
   writes = 0;
   reads = 0;
   writeFailures = 0;
@@ -134,12 +133,15 @@ export class Cluster {
     private readonly hooks: ClusterHooks,
     private readonly options: ClusterOptions = {},
   ) {
-    this.fabric = new Fabric<WirePayload>({ rng: liveRng(), linkQueueMax: fabricLimits.linkQueueMax, inboxMax: fabricLimits.inboxMax });
+    const timingsCheck = validateTimings(timings);
+    if (!timingsCheck.ok) throw new RangeError(`invalid replication timings: ${timingsCheck.error}`);
+    this.fabric = new Fabric<WirePayload>({ rng: liveRng(), ...fabricLimitsFromEnv() });
     this.driver = new LiveFabricDriver(this.fabric, (to, frames) => this.nodes.get(to)?.deliverNet(frames));
+    this.fabric.onFaultChange = (change) => this.recordFault(change);
     this.sweepTimer = setInterval(() => {
       const now = Date.now();
       for (const n of this.nodes.values()) n.sweep(now);
-    }, 500);
+    }, requestSweepMs);
     this.sweepTimer.unref();
   }
 
@@ -197,6 +199,9 @@ export class Cluster {
     this.hooks.nodeExit(this.id, nodeId, exit);
     if (exit.reason === 'stopped' || this.nodes.get(nodeId) !== handle) return;
     this.crashes++;
+    const now = preciseNowMs();
+    this.faults.close(`pause ${nodeId}`, now);
+    this.faults.open(`crash ${nodeId}`, { kind: 'crash', node: nodeId }, now);
     this.unresponsive.delete(nodeId);
     if (this.config.strategy === 'single_leader' && this.leaderId === nodeId) {
       this.failover().catch(() => {
@@ -262,12 +267,52 @@ export class Cluster {
       throw new ReplicationError('node_crashed', `node ${nodeId} did not come back: ${(err as Error).message}`);
     }
     this.restarts++;
+    this.faults.close(`crash ${nodeId}`, preciseNowMs());
     if (this.config.strategy === 'single_leader') {
       const leader = this.leaderId !== undefined ? this.nodes.get(this.leaderId) : undefined;
       if (leader === undefined || leader.isDown || leader === handle) await this.failover();
     }
     this.kick();
     return handle;
+  }
+
+  /** The latency a link has with no fault applied: the inter-region latency between regions, else 0. */
+  private baseLatencyMs(from: NodeId, to: NodeId): number {
+    if (this.config.regions <= 1 || this.regions[from] === this.regions[to]) return 0;
+    return this.config.inter_region_latency_ms;
+  }
+
+  /** The fabric's fault settings changed: open or close the matching interval of the fault log. */
+  private recordFault(change: FabricFaultChange): void {
+    const now = preciseNowMs();
+    switch (change.kind) {
+      case 'latency': {
+        const key = `latency ${change.from}>${change.to}`;
+        if (change.ms === this.baseLatencyMs(change.from, change.to)) this.faults.close(key, now);
+        else this.faults.open(key, { kind: 'latency', from: change.from, to: change.to, value: change.ms }, now);
+        return;
+      }
+      case 'drop': {
+        const key = `drop ${change.from}>${change.to}`;
+        if (change.rate === 0) this.faults.close(key, now);
+        else this.faults.open(key, { kind: 'drop', from: change.from, to: change.to, value: change.rate }, now);
+        return;
+      }
+      case 'partition':
+        this.faults.open(`partition ${change.partitionId}`, {
+          kind: 'partition', partition_id: change.partitionId, group_a: change.groupA, group_b: change.groupB,
+        }, now);
+        return;
+      case 'heal':
+        this.faults.close(`partition ${change.partitionId}`, now);
+        return;
+      case 'clear':
+        this.faults.closeWhere((k) => /^(partition|latency|drop) /.test(k), now);
+        this.faults.instant({ kind: 'heal' }, now);
+        return;
+      default:
+        return unreachable(change);
+    }
   }
 
   /** Inter-region latency is the base topology, re-applied after faults are cleared. */
@@ -356,6 +401,23 @@ export class Cluster {
     return this.historyRing.dropped;
   }
 
+  /** Up to `limit` recorded operations from index `since` on (HistoryRing.slice), and the ring's bounds. */
+  historyPage(
+    since: number,
+    limit: number,
+  ): { first: number; ops: HistoryOp[]; firstIndex: number; nextIndex: number } {
+    const page = this.historyRing.slice(since, limit);
+    return { ...page, firstIndex: this.historyRing.firstIndex, nextIndex: this.historyRing.nextIndex };
+  }
+
+  /**
+   * Counts peer messages by type on each fabric link (read from their bytes, link-stats.ts) while
+   * on; off, they are counted without a type. On while a /ws client watches this cluster's links.
+   */
+  countMessageKinds(on: boolean): void {
+    this.driver.kindOf = on ? messageKindTag : undefined;
+  }
+
   // ---- node control ----
 
   async pause(nodeId: NodeId): Promise<void> {
@@ -364,6 +426,7 @@ export class Cluster {
     if (n.isDown) throw new ReplicationError('node_crashed', `node ${nodeId} has crashed; restart it first`);
     n.state = 'paused';
     this.fabric.setDeliverable(nodeId, false);
+    this.faults.open(`pause ${nodeId}`, { kind: 'pause', node: nodeId }, preciseNowMs());
     await n.remote.pause();
   }
 
@@ -376,6 +439,7 @@ export class Cluster {
     }
     n.state = 'online';
     this.fabric.setDeliverable(nodeId, true);
+    this.faults.close(`pause ${nodeId}`, preciseNowMs());
     await n.remote.resume();
     this.kick();
   }
@@ -560,6 +624,10 @@ export class Cluster {
     if (this.nodes.get(nodeId) !== n) return; // stopped meanwhile by the committed configuration
     this.raftJoining.delete(nodeId);
     this.nodes.delete(nodeId);
+    // A removed node's faults end with it (its node faults, and those of its links).
+    const ofNode = (k: string): boolean =>
+      k.endsWith(` ${nodeId}`) || k.includes(` ${nodeId}>`) || k.endsWith(`>${nodeId}`);
+    this.faults.closeWhere(ofNode, preciseNowMs());
     this.fabric.removeNode(nodeId);
     delete this.regions[nodeId];
     this.durableStores.get(nodeId)?.clear();

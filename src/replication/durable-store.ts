@@ -6,15 +6,9 @@
  * state is the strategy's DurableFold, run by the restarted worker.
  */
 
-/** Size of a storage chunk (bytes); a larger step gets a chunk of its own size. */
-export const durableChunkBytes = 64 * 1024;
-/**
- * Chunks a checkpoint released, kept for reuse by every node's store (at most this many: 16 MiB).
- * Allocating fresh chunks at write rates made the front's garbage collector run about five times
- * as much (V8 collects on external-memory growth): recycled, storage allocates nothing in a steady
- * state.
- */
-export const spareChunksMax = 256;
+import { durableChunkBytes, durableSpareChunksMax as spareChunksMax } from './limits.js';
+
+export { durableChunkBytes, spareChunksMax };
 const spareChunks: Uint8Array[] = [];
 
 function newChunk(bytes: number): Uint8Array {

@@ -1,6 +1,8 @@
 /**
  * The bounded client-operation history of a live cluster (the linearizability checker's input),
- * kept in columns rather than as one object per operation.
+ * kept in columns rather than as one object per operation, and the cluster's fault intervals
+ * (FaultLog, at the end: when each pause, crash, partition, ... started and ended). Records only;
+ * the checker and the HTTP shapes live elsewhere.
  *
  * Every acknowledged write lands here, at tens of thousands per second, and stays for `capacity`
  * operations: as objects, each operation (and its value string) lived long enough to be promoted
@@ -91,6 +93,28 @@ export class HistoryRing {
     return Math.max(0, this.total - this.capacity);
   }
 
+  /** Operations ever pushed: the index the next one will get (indexes start at 0). */
+  get nextIndex(): number {
+    return this.total;
+  }
+
+  /** Index of the oldest operation held (== nextIndex when none is held). */
+  get firstIndex(): number {
+    return this.total - this.length;
+  }
+
+  /**
+   * Up to `limit` operations from index `since` on, oldest first; `since` below firstIndex starts at
+   * firstIndex (the caller sees the gap in `first`), past nextIndex gives none.
+   */
+  slice(since: number, limit: number): { first: number; ops: HistoryOp[] } {
+    const first = Math.min(Math.max(since, this.firstIndex), this.total);
+    const end = Math.min(this.total, first + Math.max(0, limit));
+    const ops: HistoryOp[] = new Array(end - first);
+    for (let i = first; i < end; i++) ops[i - first] = this.at(i % this.capacity);
+    return { first, ops };
+  }
+
   /**
    * Records one operation. `payload` is the written value (writes), the value seen (reads; null =
    * not found) or null (deletes). No allocation when the strings are ASCII and fit a slot.
@@ -161,4 +185,144 @@ export class HistoryRing {
     if (kind === 'read') op.result = payload;
     return op;
   }
+}
+
+// ---- fault intervals
+
+/** What a fault interval records. `heal` (DELETE network/faults) is an instant: start = end. */
+export type FaultKind = 'pause' | 'crash' | 'stall' | 'partition' | 'latency' | 'drop' | 'clock_skew' | 'heal';
+
+/** One fault, from when it was applied to when it was lifted (end_ms null while it lasts). */
+export interface FaultInterval {
+  /** Position in the cluster's fault log (0, 1, ...; never reused). */
+  index: number;
+  kind: FaultKind;
+  /** pause, crash, stall, clock_skew: the node. */
+  node?: string;
+  /** latency, drop: the one-way link. */
+  from?: string;
+  to?: string;
+  /** partition: its id and its two sides. */
+  partition_id?: string;
+  group_a?: string[];
+  group_b?: string[];
+  /** latency and stall: ms; drop: rate in [0, 1]; clock_skew: offset ms. */
+  value?: number;
+  start_ms: number;
+  end_ms: number | null;
+}
+
+export type FaultFields = Omit<FaultInterval, 'index' | 'start_ms' | 'end_ms'>;
+
+/**
+ * The last `capacity` fault intervals of a cluster, oldest first. A fault is opened under a key
+ * that names what it applies to (`pause n1`, `latency n1>n2`, `partition p3`): opening a key that
+ * is open closes the old interval first (a new latency replaces the old one), closing an unknown
+ * key does nothing. Past the capacity the oldest interval is forgotten and counted.
+ */
+export class FaultLog {
+  private readonly intervals: FaultInterval[] = [];
+  private readonly openByKey = new Map<string, FaultInterval>();
+  private total = 0;
+
+  constructor(readonly capacity: number) {
+    if (!Number.isInteger(capacity) || capacity <= 0) throw new Error('fault log capacity must be a positive integer');
+  }
+
+  /** Intervals forgotten past the capacity. */
+  get dropped(): number {
+    return this.total - this.intervals.length;
+  }
+
+  open(key: string, fields: FaultFields, nowMs: number): void {
+    this.close(key, nowMs);
+    const f = this.append(fields, nowMs, null);
+    this.openByKey.set(key, f);
+  }
+
+  /** Closes the interval open under `key`; false when none is. */
+  close(key: string, nowMs: number): boolean {
+    const f = this.openByKey.get(key);
+    if (f === undefined) return false;
+    f.end_ms = nowMs;
+    this.openByKey.delete(key);
+    return true;
+  }
+
+  /** Closes every open interval whose key `pred` accepts (all network faults, all of a node's). */
+  closeWhere(pred: (key: string) => boolean, nowMs: number): void {
+    for (const key of [...this.openByKey.keys()]) if (pred(key)) this.close(key, nowMs);
+  }
+
+  /** Records a fault that has no duration (heal). */
+  instant(fields: FaultFields, nowMs: number): void {
+    this.append(fields, nowMs, nowMs);
+  }
+
+  isOpen(key: string): boolean {
+    return this.openByKey.has(key);
+  }
+
+  /** Every interval held, oldest first (copies). */
+  list(): FaultInterval[] {
+    return this.intervals.map(copyFault);
+  }
+
+  /** The faults in force now, oldest first (copies). */
+  active(): FaultInterval[] {
+    return this.intervals.filter((f) => f.end_ms === null).map(copyFault);
+  }
+
+  private append(fields: FaultFields, start: number, end: number | null): FaultInterval {
+    const f: FaultInterval = { index: this.total++, ...fields, start_ms: start, end_ms: end };
+    this.intervals.push(f);
+    if (this.intervals.length > this.capacity) {
+      const gone = this.intervals.shift() as FaultInterval;
+      for (const [key, open] of this.openByKey) if (open === gone) this.openByKey.delete(key);
+    }
+    return f;
+  }
+}
+
+function copyFault(f: FaultInterval): FaultInterval {
+  const c = { ...f };
+  if (f.group_a) c.group_a = [...f.group_a];
+  if (f.group_b) c.group_b = [...f.group_b];
+  return c;
+}
+
+// ---- the shape GET .../history answers (Jepsen-like; README "Watching a cluster")
+
+/**
+ * One client operation as GET .../history shows it, after Jepsen's history entries: `process` is
+ * the client, `f` the function, `type` the completion (`ok`, `fail`, `info` = indeterminate: it
+ * may or may not have taken effect). Jepsen writes an invoke and a completion per operation; here
+ * both times are on one record (invoke_ms, complete_ms: ms since the Unix epoch, fractional).
+ */
+export interface HistoryRecord {
+  index: number;
+  process: string;
+  f: HistoryOp['kind'];
+  key: string;
+  /** write: the value written; read: the value read (null = not found); delete: null. */
+  value: string | null;
+  type: HistoryOp['outcome'];
+  invoke_ms: number;
+  complete_ms: number;
+  /** The node that served it. */
+  node: string;
+}
+
+export function toHistoryRecord(op: HistoryOp, index: number): HistoryRecord {
+  return {
+    index,
+    process: op.client,
+    f: op.kind,
+    key: op.key,
+    value: op.kind === 'read' ? (op.result ?? null) : op.value,
+    type: op.outcome,
+    invoke_ms: op.invokeMs,
+    complete_ms: op.completeMs,
+    node: op.node,
+  };
 }

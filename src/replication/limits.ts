@@ -5,13 +5,22 @@
  * Nothing here is behaviour; relations between constants are checked when this module loads.
  */
 import { invariant } from '../util/assert.js';
-import { defaultTimings, type CoreTimings } from './core.js';
+import {
+  coreTimingsDefault,
+  entriesPerMessageMaxDefault,
+  snapshotEveryEntriesDefault,
+  validateTimings,
+} from '../../protocol/timings.js';
 
 export {
   batchEntriesMax, clientIdCharsMax, clockSkewMsMax, clusterIdCharsMax, keyCharsMax, latencyMsMax, nodeIdCharsMax,
   partitionGroupNodesMax, valueCharsMax,
 } from '../../protocol/replication-limits.js';
 import { clockSkewMsMax, nodeIdCharsMax } from '../../protocol/replication-limits.js';
+import { latencyMsMax, valueCharsMax } from '../../protocol/replication-limits.js';
+import {
+  electionTimeoutMsMaxDefault, electionTimeoutMsMinDefault, heartbeatMsDefault, requestTimeoutMsDefault,
+} from '../../protocol/timings.js';
 
 // ---- clusters
 
@@ -51,39 +60,191 @@ export function wsClientsMaxFromEnv(env: Record<string, string | undefined> = pr
   return Number.isInteger(n) && n > 0 ? n : wsClientsMaxDefault;
 }
 
-// ---- timings (values in core.ts's defaultTimings; configured ones are checked here)
+// ---- /ws link_stats, history and snapshot (link-stats.ts, history.ts; README "Watching a cluster")
+
+/** How often a watched cluster's per-link aggregates are sent (a link_stats frame), ms. */
+export const linkStatsIntervalMs = 100;
+/**
+ * Message type names link_stats tells apart (all strategies together use about 30); a new type
+ * past it is counted as `other`.
+ */
+export const linkStatsKindsMax = 64;
+/** Longest message type name read from a message's bytes; longer is counted as `other`. */
+export const linkStatsKindCharsMax = 32;
+/** Operations one GET .../history answers when `limit` is not given. */
+export const historyPageOpsDefault = 1_000;
+/** Most operations one GET .../history answers (`limit` above it is a 400). */
+export const historyPageOpsMax = 10_000;
+/**
+ * Fault intervals (pause, crash, stall, partition, latency, drop, clock skew, heal) a cluster
+ * remembers for its history; past it the oldest is forgotten and counted (`faults_dropped`).
+ */
+export const faultIntervalsMax = 1_024;
+
+// ---- timings
 
 /**
- * Checks configured protocol timings the way etcd's Config.validate() does: a value with the first
- * problem named, never a throw. heartbeat < election timeout min <= max keeps followers from
- * starting elections against a live leader.
+ * Protocol timing defaults (heartbeat, election timeouts, request timeout, ...) and validateTimings()
+ * (etcd's Config.validate(): heartbeat < election timeout min <= max, positive values), in
+ * protocol/timings.ts so the deterministic fabric can use them too; re-exported here.
  */
-export function validateTimings(t: CoreTimings): { ok: true } | { ok: false; error: string } {
-  const positive: Array<keyof CoreTimings> = [
-    'requestTimeoutMs', 'retransmitMs', 'heartbeatMs', 'electionTimeoutMsMin', 'electionTimeoutMsMax',
-    'snapshotEveryEntries', 'maxEntriesPerMessage',
-  ];
-  for (const k of positive) {
-    const v = t[k];
-    if (!Number.isFinite(v) || v <= 0) return { ok: false, error: `${k} must be a positive number (got ${v})` };
-  }
-  for (const k of ['snapshotEveryEntries', 'maxEntriesPerMessage'] as const) {
-    if (!Number.isInteger(t[k])) return { ok: false, error: `${k} must be an integer (got ${t[k]})` };
-  }
-  const { heartbeatMs, electionTimeoutMsMin: min, electionTimeoutMsMax: max } = t;
-  if (heartbeatMs >= min) {
-    return { ok: false, error: `heartbeatMs (${heartbeatMs}) must be less than electionTimeoutMsMin (${min})` };
-  }
-  if (min > max) {
-    return { ok: false, error: `electionTimeoutMsMin (${min}) must be at most electionTimeoutMsMax (${max})` };
-  }
-  return { ok: true };
-}
+export {
+  coreTimingsDefault, electionTimeoutMsMaxDefault, electionTimeoutMsMinDefault, entriesPerMessageMaxDefault,
+  heartbeatMsDefault, requestTimeoutMsDefault, retransmitMsDefault, snapshotEveryEntriesDefault, validateTimings,
+  type TimingsCheck,
+} from '../../protocol/timings.js';
+
+// ---- raft (cores/raft.ts and cores/raft/*)
+
+/**
+ * Append times a raft leader remembers (one per entry it appended, for a follower's lag_ms). Past
+ * it the oldest is forgotten: a follower further behind shows a lag_ms measured from the oldest
+ * time still known (an underestimate), and nothing else changes.
+ */
+export const raftAppendTimesEntriesMax = 4096;
+/**
+ * Entries appended since the last durable checkpoint before a raft compaction writes the whole
+ * state again (and only once they also outnumber the state's keys and entries). Below it a
+ * compaction is a two-number record; storage keeps the records since the last checkpoint.
+ */
+export const raftCheckpointEntriesMin = 256;
+/**
+ * Settled proposals at the head of a raft node's deadline queue (and over half of it) before the
+ * queue is copied without them: its memory stays within twice its live proposals plus this many.
+ */
+export const raftProposalQueueSettledEntriesMin = 1024;
+
+invariant(raftAppendTimesEntriesMax >= entriesPerMessageMaxDefault, 'a full append message keeps exact lag_ms');
+invariant(raftCheckpointEntriesMin >= snapshotEveryEntriesDefault, 'not every default compaction is a checkpoint');
+invariant(raftProposalQueueSettledEntriesMin > 0, 'the proposal queue compacts only past some settled proposals');
+
+// ---- single_leader (cores/single-leader.ts and cores/single-leader/*)
+
+/**
+ * Log entries a single_leader node (leader or follower) keeps after compaction; a follower further
+ * behind than that is sent a full copy of the leader's store (`store_copy`) instead of entries.
+ * Kept short on purpose: an entry that outlives a few young-generation GC cycles is copied into
+ * the old generation, and with 10,000 retained every entry of every node was (the V8 GC helper
+ * threads' CPU during the write benchmark went from ~20% to ~13% of a core).
+ */
+export const singleLeaderRetainedLogEntriesMax = 1_000;
+/**
+ * Entries past singleLeaderRetainedLogEntriesMax before the log is compacted, in one chunk (a
+ * splice is O(n), so not one entry at a time): a node holds at most the sum of the two.
+ */
+export const singleLeaderCompactChunkEntries = 250;
+/**
+ * When the retained log passes its share of the byte budget (retainedLogShareOfBudget), compaction
+ * drops the oldest entries until it is at most this fraction of that share (the newest entry stays).
+ */
+export const singleLeaderCompactTargetShareOfLogBudget = 0.75;
+/**
+ * Appends in flight to one follower. Past it, entries appended meanwhile wait for the follower's
+ * ack (or the retransmit timer) and go out together in the next append: under load, fewer and
+ * larger messages through the fabric, while a lone write still goes out at once.
+ */
+export const singleLeaderAppendsInFlightMax = 1;
+/** GET .../log shows at most this many of a single_leader node's newest retained entries. */
+export const singleLeaderLogViewEntriesMax = 1_000;
+
+invariant(singleLeaderCompactChunkEntries > 0, 'compaction drops at least one entry at a time');
+invariant(singleLeaderCompactChunkEntries <= singleLeaderRetainedLogEntriesMax, 'a compaction chunk is part of the log');
+invariant(
+  singleLeaderCompactTargetShareOfLogBudget > 0 && singleLeaderCompactTargetShareOfLogBudget < 1,
+  'compaction by bytes lands below the log budget, so it does not run again on the next write',
+);
+invariant(singleLeaderAppendsInFlightMax >= 1, 'a follower can always be sent an append');
+invariant(
+  singleLeaderRetainedLogEntriesMax >= entriesPerMessageMaxDefault,
+  'the retained log holds a full append message, so a follower one message behind gets entries, not a store copy',
+);
+invariant(singleLeaderLogViewEntriesMax > 0, 'the log view shows something');
+
+// ---- multi_leader (cores/multi-leader.ts and cores/multi-leader/*)
+
+/**
+ * Local writes are batched for this long, ms, before one replication message per peer carries them
+ * all; a write is acknowledged at once, so this only delays when the peers see it.
+ */
+export const multiLeaderFlushDelayMs = 5;
+/**
+ * Each node starts one Merkle anti-entropy exchange with the next peer (round robin) this often, ms
+ * (the first one staggered at random within it): replicas that diverged behind a partition converge
+ * this long after the heal per peer, with no further writes.
+ */
+export const multiLeaderAntiEntropyIntervalMs = 500;
+/** GET .../log keeps this many recent multi_leader audit records; older ones are counted in log_dropped. */
+export const multiLeaderAuditRecordsMax = 1_000;
+/** status().extra lists the siblings of at most this many keys (sibling_keys counts them all). */
+export const multiLeaderSiblingKeysShownMax = 20;
+
+invariant(multiLeaderFlushDelayMs > 0, 'a flush is a later step, so writes in one step share a message');
+invariant(
+  multiLeaderFlushDelayMs < multiLeaderAntiEntropyIntervalMs,
+  'a write is pushed well before anti-entropy would have to repair it',
+);
+invariant(multiLeaderAuditRecordsMax > 0 && multiLeaderSiblingKeysShownMax > 0, 'the views show something');
+
+// ---- leaderless (cores/leaderless.ts and cores/leaderless/*)
+
+import { batchEntriesMax as leaderlessBatchEntriesMax } from '../../protocol/replication-limits.js';
+
+/**
+ * Heartbeat interval to every peer, ms (they feed the peers' phi-accrual detectors): at least
+ * leaderlessHeartbeatIntervalMsMin, stretched by leaderlessHeartbeatMsPerMember per member up to
+ * leaderlessHeartbeatIntervalMsMax, so all-to-all heartbeats stay near members^2 / (members * 10 ms)
+ * messages per second. Past the max a large cluster's heartbeats are no rarer: its message rate grows.
+ */
+export const leaderlessHeartbeatIntervalMsMin = 100;
+export const leaderlessHeartbeatMsPerMember = 10;
+export const leaderlessHeartbeatIntervalMsMax = 500;
+/** A peer this node suspects gets heartbeats this often instead, ms (a paused inbox is not flooded). */
+export const leaderlessSuspectedHeartbeatIntervalMs = 1000;
+/** Hints and membership transfers are (re)sent this often until acknowledged, ms. */
+export const leaderlessHandoffIntervalMs = 200;
+/** One anti-entropy exchange with the next peer (round robin) this often, ms. */
+export const leaderlessAntiEntropyIntervalMs = 1000;
+/** Most hinted versions a stand-in holds (over every owner); past it, it refuses (no ack) and counts `hints_refused`. */
+export const leaderlessHintedVersionsMax = 10_000;
+/**
+ * Most requests a coordinator has in flight (a batch counts one per entry); a request that would
+ * pass it is refused at once (`timeout`, counted as `overloaded`).
+ */
+export const leaderlessPendingRequestsMax = 10_000;
+/** A sloppy quorum recruits a stand-in when a replica has not answered within this share of the request timeout. */
+export const leaderlessProbeShareOfTimeout = 0.25;
+/** ... but never sooner than this, ms. */
+export const leaderlessProbeMsMin = 50;
+/** Audit records (GET nodes/{id}/log) a node keeps; older ones are dropped and counted in `log_dropped`. */
+export const leaderlessAuditRecordsMax = 1000;
+/** Keys whose ring walk (preference list, stand-ins) a node remembers; past it the cache starts over. */
+export const leaderlessPlacementCacheKeysMax = 10_000;
+/** Keys a `hinted_handoff` event lists; past it the event still counts every key (`count`). */
+export const leaderlessHandoffEventKeysMax = 50;
+/**
+ * The `corrupt` control's bad copy is this much older than the copy it replaces, ms (when no
+ * timestamp is given), so every correct replica's version beats it.
+ */
+export const leaderlessCorruptCopyAgeMs = 1_000_000;
+/** N of the `placement` control when its `n` is absent. */
+export const leaderlessPlacementControlNDefault = 3;
+
+invariant(leaderlessHeartbeatIntervalMsMin <= leaderlessHeartbeatIntervalMsMax, 'leaderless heartbeat min <= max');
+invariant(
+  leaderlessSuspectedHeartbeatIntervalMs >= leaderlessHeartbeatIntervalMsMax,
+  'a suspected peer is never sent heartbeats more often than a live one',
+);
+invariant(leaderlessProbeShareOfTimeout > 0 && leaderlessProbeShareOfTimeout < 1, 'the probe comes before the deadline');
+invariant(leaderlessProbeMsMin < requestTimeoutMsDefault, 'the default request timeout leaves room for a probe');
+invariant(leaderlessPendingRequestsMax >= leaderlessBatchEntriesMax, 'an idle coordinator admits the largest batch');
+invariant(leaderlessHintedVersionsMax > 0 && leaderlessAuditRecordsMax > 0, 'hints and the audit log keep something');
+invariant(leaderlessPlacementCacheKeysMax > 0 && leaderlessHandoffEventKeysMax > 0, 'caches and event lists keep something');
+invariant(leaderlessCorruptCopyAgeMs > 0, 'a corrupted copy is older than the one it replaces');
 
 // ---- how the constants relate (TigerBeetle's comptime asserts, run once at load)
 
-const defaultTimingsCheck = validateTimings(defaultTimings);
-invariant(defaultTimingsCheck.ok, () => `invalid defaultTimings: ${JSON.stringify(defaultTimingsCheck)}`);
+const timingsDefaultCheck = validateTimings(coreTimingsDefault);
+invariant(timingsDefaultCheck.ok, () => `invalid coreTimingsDefault: ${JSON.stringify(timingsDefaultCheck)}`);
 // A corrupted copy may lie further ahead than any peer will adopt: corrupt can never pin a clock.
 invariant(hlcMaxOffsetMs < corruptTimestampAheadMsMax, 'hlcMaxOffsetMs must be below corruptTimestampAheadMsMax');
 // The ClockSkewLWW lesson (5 s behind, still causal) needs the max offset well above that skew.
@@ -92,6 +253,9 @@ invariant(hlcMaxOffsetMs <= clockSkewMsMax, 'a skew beyond the max offset must b
 invariant(nodeIdCharsMax >= `n${nodeCountMax}`.length, 'node ids n1..nodeCountMax fit nodeIdCharsMax');
 invariant(wsClientsMaxDefault > 0, 'the /ws client cap is positive');
 invariant(wsClientQueueBytes > 0, 'the /ws queue cap is positive');
+invariant(linkStatsIntervalMs > 0 && linkStatsKindsMax > 1 && linkStatsKindCharsMax > 0, 'link_stats bounds are positive');
+invariant(historyPageOpsDefault > 0 && historyPageOpsDefault <= historyPageOpsMax, 'the default history page fits the cap');
+invariant(faultIntervalsMax > 0, 'the fault log keeps something');
 
 // ---- node crashes, deadlines and memory (issue 16: crash/restart and budgets)
 
@@ -182,3 +346,137 @@ invariant(workerHeapPerBudget >= 2 * repairOverBudgetFactorMax, 'a worker heap h
 invariant(retainedLogShareOfBudget > 0 && retainedLogShareOfBudget < 1, 'the retained log is a share of the budget');
 // 24 GiB must allow 200 clusters x 5 nodes (a later issue's target).
 invariant(Math.floor((24 * 1024 ** 3 * nodesShareOfMachineMemory) / liveNodeCostBytes) >= 1_000, '1,000 live nodes fit on a 24 GiB machine by default');
+
+// ---- cluster configuration defaults (../shared/specs/DECISIONS.md; config.ts fills them in)
+
+/** node_count when absent or below 1, for every strategy but leaderless. */
+export const nodeCountDefault = 3;
+/** node_count when absent or below 1, leaderless (N=3 replicas plus room for sloppy-quorum stand-ins). */
+export const nodeCountLeaderlessDefault = 5;
+/** Leaderless quorum_n when absent: this many replicas per key, or node_count when smaller. */
+export const quorumNLeaderlessDefault = 3;
+/** regions when absent; more than node_count is a 400. */
+export const regionsDefault = 1;
+/** inter_region_latency_ms when absent, ms (at most latencyMsMax, else a 400). */
+export const interRegionLatencyMsDefault = 80;
+/** GET .../placement: replicas in the preference list when `n` is absent (more than the nodes is a 400). */
+export const placementReplicasDefault = 3;
+
+// ---- live clusters (cluster.ts)
+
+/**
+ * Client operations kept per cluster for the linearizability checker; past it the oldest fall off
+ * and are counted (the check then covers the newest ones only and says so).
+ */
+export const historyOpsMax = 20_000;
+/** Default messages in flight on one fabric link (FABRIC_LINK_QUEUE_MAX); past it a send is dropped and counted. */
+export const fabricLinkQueueMessagesMaxDefault = 1024;
+/** Default messages held for one paused node (FABRIC_INBOX_MAX); past it a due message is dropped and counted. */
+export const fabricInboxMessagesMaxDefault = 256;
+/**
+ * How often a cluster fails client requests past their front-side deadline, ms: a request whose node
+ * never answers is answered `timeout` (indeterminate) at most this late.
+ */
+export const requestSweepMs = 500;
+/**
+ * Raft membership change right after an election: the leader refuses it until it commits an entry
+ * of its term ("retry shortly"); asked again up to this many times, this far apart. After the last
+ * refusal the refusal is the answer (a 409).
+ */
+export const membershipChangeRetriesMax = 10;
+export const membershipChangeRetryMs = 100;
+
+/** The fabric caps of live clusters: FABRIC_LINK_QUEUE_MAX and FABRIC_INBOX_MAX when positive integers, else the defaults. */
+export function fabricLimitsFromEnv(
+  env: Record<string, string | undefined> = process.env,
+): { linkQueueMax: number; inboxMax: number } {
+  const positiveInt = (raw: string | undefined, fallback: number): number => {
+    const n = Number(raw);
+    return Number.isInteger(n) && n > 0 ? n : fallback;
+  };
+  return {
+    linkQueueMax: positiveInt(env['FABRIC_LINK_QUEUE_MAX'], fabricLinkQueueMessagesMaxDefault),
+    inboxMax: positiveInt(env['FABRIC_INBOX_MAX'], fabricInboxMessagesMaxDefault),
+  };
+}
+
+/** Size of a durable-storage chunk, bytes (durable-store.ts); a larger step gets a chunk of its own size. */
+export const durableChunkBytes = 64 * 1024;
+/**
+ * Chunks a checkpoint released, kept for reuse by every node's store (at most this many: 16 MiB);
+ * past it released chunks are left to the collector. Allocating fresh chunks at write rates made
+ * the front's garbage collector run about five times as much (V8 collects on external-memory
+ * growth): recycled, storage allocates nothing in a steady state.
+ */
+export const durableSpareChunksMax = 256;
+
+// ---- checker routes (checkers/routes.ts)
+
+/** A node that does not answer a checker's store or control call within this, ms, is left out and named. */
+export const checkerNodeCallDeadlineMs = 5_000;
+/** Linearizability search budget, ms: default `timeout_ms`, and the most it may ask for (more is a 400). */
+export const lincheckTimeoutMsDefault = 5_000;
+export const lincheckTimeoutMsMax = 60_000;
+/** How long an anti-entropy round waits for the replicas to agree, ms: default `wait_ms`, and its most (more: 400). */
+export const antiEntropyWaitMsDefault = 3_000;
+export const antiEntropyWaitMsMax = 30_000;
+/** While waiting, replicas are re-compared this often, ms; exchanges are restarted every this many polls. */
+export const replicaComparePollMs = 100;
+export const antiEntropyExchangeEveryPolls = 3;
+/** Safe add-node: streaming to the new replica waits at most this long, ms, then narrows anyway (overlap keeps it safe). */
+export const addNodeStreamWaitMsMax = 5_000;
+/** Safe add-node: extra wait on top of the request timeout for in-flight requests to finish, ms. */
+export const addNodeDrainMarginMs = 100;
+/** Longest value of a corrupted replica copy (POST .../corrupt), characters; longer is a 400. */
+export const corruptValueCharsMax = 64 * 1024;
+/** Diverged keys listed in one convergence report; the rest are only counted (`diverged_total`). */
+export const divergedKeysListedMax = 1000;
+
+// ---- scenarios and demos
+
+/** The scenarios' loopback client abandons a call unanswered within this, ms (the server's timeouts are shorter). */
+export const apiClientRequestTimeoutMs = 15_000;
+/** Scenario reports kept; past it the oldest finished report goes (counted in `evicted`). */
+export const scenarioReportsMax = 512;
+/** Delay before a scenario's first step, ms, so a client that learns the cluster id from the 201 can subscribe first. */
+export const scenarioLeadInMs = 150;
+/** A scenario script running longer than this, ms, is stopped and reported as an error. */
+export const scenarioScriptMsMax = 60_000;
+/** Consistency demos: a raft leader not elected within this, ms, fails the demo's write (a 409). */
+export const demoLeaderWaitMsMax = 3_000;
+/** Consistency demos: a value not on every replica within this, ms, before the lag is injected, fails the demo. */
+export const demoSettleMsMax = 1_500;
+/** Demo runtime: steps at one virtual instant past which a demo is stopped as a livelock. */
+export const demoStepsPerInstantMax = 100_000;
+/** Sentences a demo narrative keeps; later ones are counted, not kept. */
+export const narrativeSentencesMax = 80;
+/** Seed of a demo run when `seed` is absent. */
+export const demoSeedDefault = 42;
+
+// ---- seeded swarms (swarm/*)
+
+/** Register linearizability search: states explored per key before it gives up (reported, not a pass). */
+export const lincheckStatesPerKeyMax = 2_000_000;
+/** Trace lines a key-value swarm run keeps in memory (the hash still covers every line). */
+export const kvSwarmTraceLinesMax = 50_000;
+/** Most worker threads `make sim-long` / the swarm CLI runs at once (--jobs); more is a usage error. */
+export const swarmJobsMax = 64;
+
+invariant(heartbeatMsDefault < electionTimeoutMsMinDefault, 'heartbeatMsDefault < electionTimeoutMsMinDefault');
+invariant(electionTimeoutMsMinDefault <= electionTimeoutMsMaxDefault, 'electionTimeoutMsMinDefault <= ...MaxDefault');
+invariant(quorumNLeaderlessDefault <= nodeCountLeaderlessDefault, 'the default leaderless N fits its default cluster');
+invariant(nodeCountDefault <= nodeCountMax, 'the default node count is within nodeCountMax');
+invariant(nodeCountLeaderlessDefault <= nodeCountMax, 'the default leaderless node count is within nodeCountMax');
+invariant(placementReplicasDefault <= nodeCountDefault, 'the default preference list fits a default cluster');
+invariant(interRegionLatencyMsDefault <= latencyMsMax, 'the default inter-region latency is accepted by the schema');
+invariant(historyOpsMax > 0 && divergedKeysListedMax > 0, 'the history and the diverged list keep something');
+invariant(lincheckTimeoutMsDefault <= lincheckTimeoutMsMax, 'the default linearizability budget is within its max');
+invariant(antiEntropyWaitMsDefault <= antiEntropyWaitMsMax, 'the default anti-entropy wait is within its max');
+invariant(replicaComparePollMs < antiEntropyWaitMsDefault, 'replicas are compared more than once per default wait');
+// A request's front-side deadline is checked at sweep granularity: keep it well below the request timeout.
+invariant(requestSweepMs <= requestTimeoutMsDefault, 'requests are swept at least once per request timeout');
+invariant(
+  membershipChangeRetriesMax * membershipChangeRetryMs >= electionTimeoutMsMaxDefault,
+  'membership retries outlast an election',
+);
+invariant(corruptValueCharsMax <= valueCharsMax, 'a corrupted copy is no longer than a storable value');

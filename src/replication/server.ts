@@ -15,9 +15,13 @@ import {
   clientIdCharsMax, clusterIdCharsMax, clustersMaxDefault, keyCharsMax, nodeCountMax, nodeIdCharsMax, validateTimings,
   wsClientQueueBytes, wsClientsMaxFromEnv,
 } from './limits.js';
-import { Cluster, toKVEntry, withinMs } from './cluster.js';
+import { Cluster, preciseNowMs, toKVEntry, withinMs } from './cluster.js';
+import { LinkStatsSampler, linkTotals, type LinkStatsData, type OpCounts } from './link-stats.js';
+import { toHistoryRecord, type FaultInterval, type HistoryRecord } from './history.js';
+import { historyPageOpsDefault, historyPageOpsMax, linkStatsIntervalMs } from './limits.js';
 import { actorPool, NodeDownError, type NodeHandle } from './node-handle.js';
 import { maxNodesFromEnv, nodeCallDeadlineMs, nodeMemoryMbFromEnv, nodeStallMsMax, workerHeapMb } from './limits.js';
+import { placementReplicasDefault } from './limits.js';
 import { effectiveConfig } from './config.js';
 import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
 import { isImplemented } from './cores/index.js';
@@ -28,6 +32,7 @@ import { registerCheckerRoutes } from './checkers/routes.js';
 import { registerDemoRoutes } from './demos/routes.js';
 import { registerScenarioRoutes } from './scenarios/routes.js';
 import { inSpan, tracing } from '../tracing/tracing.js';
+import { builtPageDir, serveBuiltPage } from '../http/static.js';
 
 export interface ReplSimOptions {
   port: number;
@@ -38,6 +43,8 @@ export interface ReplSimOptions {
   clustersMax?: number;
   /** Max /ws clients at once (default REPLSIM_WS_CLIENTS_MAX, else limits.ts wsClientsMaxDefault). */
   wsClientsMax?: number;
+  /** The built page served at `/` (default dist/web/replication of this checkout; scripts/build-web.mjs). */
+  webDir?: string;
 }
 
 export interface ReplSimHandle {
@@ -58,8 +65,18 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const clusters = new Map<string, Cluster>();
   /** Per-cluster /ws sequence numbers: +1 for each event of the cluster broadcast (gaps = drops). */
   const eventSeq = new Map<string, number>();
+  /**
+   * The same without the op events (write_received, read_received): the seq that clients which
+   * asked for no op events (`op_events=0`) see, so that their stream has no gaps either.
+   */
+  const stateSeq = new Map<string, number>();
+  const seqOf = (client: WsClient<WsData>, clusterId: string): number =>
+    (client.data.opEvents ? eventSeq : stateSeq).get(clusterId) ?? 0;
+  /** /ws clients that receive op events, and those that do not (counted on open and close). */
+  let opEventClients = 0;
+  let opFreeClients = 0;
   const wsClientsMax = opts.wsClientsMax ?? wsClientsMaxFromEnv();
-  const hub = new WsHub<{ clusterId: string | null }>({
+  const hub = new WsHub<WsData>({
     clientsMax: wsClientsMax,
     dropNotice: (client, count) => {
       const timestamp = new Date().toISOString();
@@ -67,9 +84,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       const cid = client.data.clusterId;
       if (cid !== null) {
         frame.cluster_id = cid;
-        frame.seq = eventSeq.get(cid) ?? 0;
+        frame.seq = seqOf(client, cid);
       } else {
-        frame.data.last_seq = Object.fromEntries(eventSeq);
+        frame.data.last_seq = Object.fromEntries(client.data.opEvents ? eventSeq : stateSeq);
       }
       return JSON.stringify(frame);
     },
@@ -116,25 +133,101 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     }),
   );
 
+  // ---- /ws link_stats (link-stats.ts): per watched cluster, every linkStatsIntervalMs, one frame
+  // with each link's traffic over the interval. Not events: they do not advance the cluster's seq
+  // (they carry its current one), and a frame a client's full queue cannot take is skipped, not
+  // counted in events_dropped (the next frame covers the next interval).
+  const samplers = new Map<string, LinkStatsSampler>();
+  let linkStatsTimer: NodeJS.Timeout | undefined;
+  const watchesLinks = (client: WsClient<WsData>, clusterId: string): boolean =>
+    client.data.linkStats &&
+    (client.data.clusterId === null || client.data.clusterId === clusterId) &&
+    (client.data.linkClusters === null || client.data.linkClusters.has(clusterId));
+  /** After a /ws client or a cluster came or went: which clusters' links are watched, and the timer. */
+  const refreshLinkWatch = (): void => {
+    let all = false;
+    const watched = new Set<string>();
+    for (const client of hub.clients) {
+      const d = client.data;
+      if (!d.linkStats) continue;
+      if (d.linkClusters !== null) {
+        for (const id of d.linkClusters) if (d.clusterId === null || d.clusterId === id) watched.add(id);
+      } else if (d.clusterId === null) all = true;
+      else watched.add(d.clusterId);
+    }
+    for (const c of clusters.values()) {
+      const on = all || watched.has(c.id);
+      c.countMessageKinds(on);
+      if (on && !samplers.has(c.id)) {
+        const ops = (): OpCounts => ({ writes: c.writes, reads: c.reads, write_failures: c.writeFailures });
+        samplers.set(c.id, new LinkStatsSampler(c.fabric, performance.now(), ops));
+      }
+      if (!on) samplers.delete(c.id);
+    }
+    for (const id of samplers.keys()) if (!clusters.has(id)) samplers.delete(id);
+    if (samplers.size > 0 && linkStatsTimer === undefined) {
+      linkStatsTimer = setInterval(sendLinkStats, linkStatsIntervalMs);
+      linkStatsTimer.unref();
+    } else if (samplers.size === 0 && linkStatsTimer !== undefined) {
+      clearInterval(linkStatsTimer);
+      linkStatsTimer = undefined;
+    }
+  };
+  const sendLinkStats = (): void => {
+    const now = performance.now();
+    for (const [clusterId, sampler] of samplers) {
+      const data = sampler.sample(now);
+      if (data === undefined) continue;
+      const timestamp = new Date().toISOString();
+      const frame: LinkStatsFrame = { type: 'link_stats', cluster_id: clusterId, timestamp, seq: 0, data };
+      // One text per seq numbering (with and without op events), built when a client needs it.
+      const texts: [string | undefined, string | undefined] = [undefined, undefined];
+      for (const client of hub.clients) {
+        if (!watchesLinks(client, clusterId)) continue;
+        const v = client.data.opEvents ? 0 : 1;
+        let text = texts[v];
+        if (text === undefined) {
+          frame.seq = seqOf(client, clusterId);
+          text = texts[v] = JSON.stringify(frame);
+        }
+        client.sendNotice(text);
+      }
+    }
+  };
+
   const publish = (clusterId: string, e: CoreEvent): void => {
     if (e.type === 'conflict_detected') {
       const resolver = typeof e.data?.['resolver'] === 'string' ? (e.data['resolver'] as string) : clusters.get(clusterId)?.config.conflict_resolver ?? 'lww';
       metrics.conflicts.inc({ cluster_id: clusterId, resolver });
     }
     if (hub.size === 0) return;
+    // An op event nobody receives is not sent and takes no seq.
+    const opEvent = e.type === 'write_received' || e.type === 'read_received';
+    if (opEvent && opEventClients === 0) return;
+    const known = clusters.has(clusterId);
     const seq = (eventSeq.get(clusterId) ?? 0) + 1;
-    if (clusters.has(clusterId)) eventSeq.set(clusterId, seq);
+    if (known) eventSeq.set(clusterId, seq);
     const env: SimEvent = { type: e.type, cluster_id: clusterId, timestamp: new Date().toISOString(), seq };
     if (e.node_id) env.node_id = e.node_id;
     if (e.data) env.data = e.data;
-    const text = JSON.stringify(env);
     const before = hub.droppedTotal;
-    hub.publish(text, (c) => c.data.clusterId === null || c.data.clusterId === clusterId);
+    const watches = (c: WsClient<WsData>): boolean => c.data.clusterId === null || c.data.clusterId === clusterId;
+    if (opEventClients > 0) hub.publish(JSON.stringify(env), (c) => c.data.opEvents && watches(c));
+    if (!opEvent) {
+      const stateSeqNext = (stateSeq.get(clusterId) ?? 0) + 1;
+      if (known) stateSeq.set(clusterId, stateSeqNext);
+      if (opFreeClients > 0) {
+        env.seq = stateSeqNext;
+        hub.publish(JSON.stringify(env), (c) => !c.data.opEvents && watches(c));
+      }
+    }
     if (hub.droppedTotal > before) metrics.wsDropped.inc(hub.droppedTotal - before);
   };
 
   const app = new HttpApp({ name: 'replsim', logger: log, cors: { origins: '*' } });
   healthRoutes(app, metrics.registry, () => true);
+  // The web page at GET / (src/http/static.ts; 503 naming `make build` until it is built).
+  serveBuiltPage(app, { dir: opts.webDir ?? builtPageDir('replication'), page: 'replication' });
 
   // ---- helpers ----
   const getCluster = (req: HttpRequest<unknown>): Cluster => {
@@ -234,6 +327,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       log.error({ err }, 'cluster start failed');
       throw new HttpError(500, `cluster could not start: ${(err as Error).message}`);
     }
+    refreshLinkWatch();
     publish(c.id, { type: 'cluster_created', data: { strategy: c.config.strategy, node_ids: [...c.nodes.keys()] } });
     if (c.leaderId) publish(c.id, { type: 'leader_elected', node_id: c.leaderId, data: { epoch: 0, reason: 'initial' } });
     return { cluster: c, state: await c.state() };
@@ -254,6 +348,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     droppedSeen.delete(id);
     historySeen.delete(id);
     eventSeq.delete(id);
+    stateSeq.delete(id);
+    refreshLinkWatch();
     return true;
   };
 
@@ -280,7 +376,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       done({ ok: false, status: statusOf('not_found', op.op), error: `node ${nodeId} not found in cluster ${c.id}` });
       return;
     }
-    if (hub.size > 0) publish(c.id, { type: 'write_received', node_id: nodeId, data: { key: 'key' in op ? op.key : undefined, op: op.op } });
+    if (opEventClients > 0) {
+      const data = { key: 'key' in op ? op.key : undefined, op: op.op };
+      publish(c.id, { type: 'write_received', node_id: nodeId, data });
+    }
     c.submit(nodeId, op, (r) => {
       if (!r.ok) {
         if (r.code === 'quorum_not_met') metrics.quorumFailures.inc({ cluster_id: c.id });
@@ -370,7 +469,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const op: ClientOp = { op: 'read', key };
     const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
     if (clientId) op.client_id = clientId;
-    if (hub.size > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
+    if (opEventClients > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
     const r = tracing.on ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id }) : await c.clientOp(nodeId as string, op);
     if (!r.ok) return replyError(r, 'read');
     readCounts.add(c.id, nodeId as string);
@@ -440,7 +539,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const c = getCluster(req);
     const key = boundedQuery(req, 'key', keyCharsMax) ?? '';
     const nRaw = req.query.get('n');
-    const n = nRaw === null ? 3 : Number(nRaw);
+    const n = nRaw === null ? placementReplicasDefault : Number(nRaw);
     if (!Number.isInteger(n) || n < 1) throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
     if (n > c.nodes.size) throw new HttpError(400, `n must be at most the number of nodes (${c.nodes.size})`);
     return { status: 200, body: { key, preference_list: preferenceList(key, n, [...c.nodes.keys()]) } };
@@ -512,6 +611,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const nodeId = getNode(c, req.params['nodeId']);
     const ms = (req.body as ClockSkewRequest).ms;
     await callNode(c.nodes.get(nodeId) as NodeHandle, (h) => h.remote.control({ kind: 'clock_skew', ms }));
+    if (ms === 0) c.faults.close(`clock_skew ${nodeId}`, preciseNowMs());
+    else c.faults.open(`clock_skew ${nodeId}`, { kind: 'clock_skew', node: nodeId, value: ms }, preciseNowMs());
+    publish(c.id, { type: 'clock_skew_set', node_id: nodeId, data: { skew_ms: ms } });
     return { status: 200, body: { status: 'skewed', node: nodeId, skew_ms: ms } };
   }, { body: ClockSkewRequest });
   app.get('/api/v1/clusters/:id/nodes/:nodeId/log', async (req) => {
@@ -552,9 +654,11 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const n = c.nodes.get(nodeId) as NodeHandle;
     if (n.isDown) throw new HttpError(409, `node ${nodeId} has crashed; restart it first`);
     // Not awaited: the node answers nothing until the stall ends.
+    const stallKey = `stall ${nodeId}`;
+    c.faults.open(stallKey, { kind: 'stall', node: nodeId, value: ms }, preciseNowMs());
     n.remote.stall(ms).catch(() => {
       // crashed meanwhile
-    });
+    }).finally(() => c.faults.close(stallKey, preciseNowMs()));
     return { status: 202, body: { status: 'stalled', node: nodeId, ms } };
   }, { body: StallRequest });
 
@@ -591,6 +695,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     getNode(c, b.to);
     if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
     c.fabric.setLatency(b.from, b.to, b.ms);
+    publish(c.id, { type: 'link_latency_set', data: { from: b.from, to: b.to, ms: b.ms } });
     return { status: 200, body: { status: 'latency set', from: b.from, to: b.to, ms: b.ms } };
   }, { body: LatencyRequest });
   app.post('/api/v1/clusters/:id/network/drop', (req) => {
@@ -600,6 +705,7 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     getNode(c, b.to);
     if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
     c.fabric.setDropRate(b.from, b.to, b.rate);
+    publish(c.id, { type: 'link_drop_set', data: { from: b.from, to: b.to, rate: b.rate } });
     return { status: 200, body: { status: 'drop rate set', from: b.from, to: b.to, rate: b.rate } };
   }, { body: DropRequest });
   app.delete('/api/v1/clusters/:id/network/faults', (req) => {
@@ -609,6 +715,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     c.applyRegionLatency();
     metrics.partitionActive.set({ cluster_id: c.id }, 0);
     for (const pid of healed) publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
+    // Latency and drop rates are back to their defaults too (inter-region latency stays).
+    publish(c.id, { type: 'network_faults_cleared' });
     c.kick();
     return { status: 200, body: { status: 'faults cleared' } };
   });
@@ -618,27 +726,113 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   let boundPort = 0;
   registerScenarioRoutes({ app, clusters, publish, createCluster: provision, selfBase: () => `http://127.0.0.1:${boundPort}` });
 
+  // ---- watching a cluster: its history and a snapshot to resynchronise from (README "Watching a cluster")
+
+  /** GET .../history answers in these formats (`format=`); the interop issue adds `edn` here. */
+  const historyFormats: Record<string, (page: HistoryPage) => HttpResult> = {
+    json: (page) => ({ status: 200, body: page }),
+  };
+  app.get('/api/v1/clusters/:id/history', (req) => {
+    const c = getCluster(req);
+    const since = intQuery(req.query, 'since', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intQuery(req.query, 'limit', historyPageOpsDefault, 1, historyPageOpsMax);
+    const format = req.query.get('format') ?? 'json';
+    const render = Object.hasOwn(historyFormats, format) ? historyFormats[format] : undefined;
+    if (render === undefined) {
+      const known = Object.keys(historyFormats).join(', ');
+      throw new HttpError(400, `format: must be one of ${known} (got ${JSON.stringify(format.slice(0, 32))})`);
+    }
+    const h = c.historyPage(since, limit);
+    return render({
+      cluster_id: c.id,
+      time_unit: 'ms',
+      from_index: h.first,
+      next_since: h.first + h.ops.length,
+      total: h.nextIndex,
+      ops_dropped: h.firstIndex,
+      ops: h.ops.map((op, i) => toHistoryRecord(op, h.first + i)),
+      faults: c.faults.list(),
+      faults_dropped: c.faults.dropped,
+    });
+  });
+  app.get('/api/v1/clusters/:id/snapshot', async (req) => {
+    const c = getCluster(req);
+    // The seq in the numbering of the client's /ws stream (op_events as on /ws). Read before the
+    // state is gathered: events after it may already show in the state; applying them again is
+    // harmless (each event sets what it reports).
+    const opEvents = flagQuery(req.query, 'op_events', true);
+    if (!opEvents.ok) throw new HttpError(400, opEvents.error);
+    const seq = (opEvents.value ? eventSeq : stateSeq).get(c.id) ?? 0;
+    const timestamp = new Date().toISOString();
+    const state = await c.state();
+    const h = c.historyPage(Number.MAX_SAFE_INTEGER, 0);
+    return {
+      status: 200,
+      body: {
+        cluster_id: c.id,
+        seq,
+        timestamp,
+        state,
+        links: linkTotals(c.fabric),
+        faults: c.faults.active(),
+        history: {
+          total: h.nextIndex,
+          ops_dropped: h.firstIndex,
+          faults_recorded: c.faults.list().length + c.faults.dropped,
+        },
+      },
+    };
+  });
+
   // ---- /ws ----
   // Capped in number (503 past REPLSIM_WS_CLIENTS_MAX); a client that lost events to its bounded
   // queue gets an events_dropped frame once it drains, so a page knows to resynchronise.
-  app.ws<{ clusterId: string | null }>('/ws', {
+  // `?link_stats=1` adds link_stats frames (per-link aggregates) for the clusters watched.
+  app.ws<WsData>('/ws', {
     upgrade: (info) => {
       const clusterId = info.query.get('cluster_id');
       if (clusterId !== null && clusterId.length > clusterIdCharsMax) {
         const error = `cluster_id: must not have more than ${clusterIdCharsMax} characters`;
         return { reject: { status: 400, error } };
       }
+      const linkStats = flagQuery(info.query, 'link_stats', false);
+      if (!linkStats.ok) return { reject: { status: 400, error: linkStats.error } };
+      const opEvents = flagQuery(info.query, 'op_events', true);
+      if (!opEvents.ok) return { reject: { status: 400, error: opEvents.error } };
       if (!hub.hasRoom()) {
         const error = `too many /ws clients (${hub.size} of ${wsClientsMax}); close one or raise REPLSIM_WS_CLIENTS_MAX`;
         return { reject: { status: 503, error } };
       }
-      return { data: { clusterId } };
+      return { data: { clusterId, linkStats: linkStats.value, linkClusters: null, opEvents: opEvents.value } };
     },
-    open: (c: WsClient<{ clusterId: string | null }>) => {
-      hub.add(c);
+    open: (c: WsClient<WsData>) => {
+      if (!hub.add(c)) return;
+      c.data.admitted = true;
+      if (c.data.opEvents) opEventClients++;
+      else opFreeClients++;
+      if (c.data.linkStats) refreshLinkWatch();
+    },
+    // {"type":"watch_links","cluster_ids":[...] | null}: link_stats for these clusters only (within
+    // the client's cluster_id scope), null for every cluster in scope, [] for none.
+    message: (c, raw) => {
+      const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+      const r = watchLinksRequest(text, opts.clustersMax ?? clustersMaxDefault);
+      if (!r.ok) {
+        c.sendNotice(JSON.stringify({ type: 'error', error: r.error }));
+        return;
+      }
+      c.data.linkClusters = r.clusterIds === null ? null : new Set(r.clusterIds);
+      c.data.linkStats = r.clusterIds === null || r.clusterIds.length > 0;
+      refreshLinkWatch();
     },
     drain: (c) => hub.drained(c),
-    close: (c) => hub.remove(c),
+    close: (c) => {
+      hub.remove(c);
+      if (!c.data.admitted) return;
+      if (c.data.opEvents) opEventClients--;
+      else opFreeClients--;
+      if (c.data.linkStats || c.data.linkClusters !== null) refreshLinkWatch();
+    },
     maxQueueBytes: wsClientQueueBytes,
   });
 
@@ -650,6 +844,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     app,
     clusters,
     close: async () => {
+      if (linkStatsTimer !== undefined) clearInterval(linkStatsTimer);
+      linkStatsTimer = undefined;
       app.close();
       await Promise.all([...clusters.keys()].map((id) => deleteCluster(id)));
       await actorPool.drain();
@@ -658,3 +854,94 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
 }
 
 export type { ClusterState };
+
+/**
+ * Per /ws client: the cluster it watches (null: all), whether it wants link_stats frames and op
+ * events (write_received, read_received: one per client operation), and whether the hub took it.
+ */
+interface WsData {
+  clusterId: string | null;
+  linkStats: boolean;
+  /** Set by a watch_links message: the clusters whose link_stats it wants (null: all in scope). */
+  linkClusters: Set<string> | null;
+  opEvents: boolean;
+  admitted?: boolean;
+}
+
+/** A /ws frame of per-link aggregates (link-stats.ts); seq is the cluster's latest event seq. */
+interface LinkStatsFrame {
+  type: 'link_stats';
+  cluster_id: string;
+  timestamp: string;
+  seq: number;
+  data: LinkStatsData;
+}
+
+/** The answer of GET .../history (format=json). */
+interface HistoryPage {
+  cluster_id: string;
+  time_unit: 'ms';
+  /** Index of ops[0]: since, or the oldest operation still held when since is older. */
+  from_index: number;
+  /** Pass as since to get the next page (== total when the page reached the newest). */
+  next_since: number;
+  /** Operations recorded since the cluster was created. */
+  total: number;
+  /** Operations that fell off the bounded history (indexes below this are gone). */
+  ops_dropped: number;
+  ops: HistoryRecord[];
+  /** Every fault interval held, oldest first (open ones have end_ms null). */
+  faults: FaultInterval[];
+  faults_dropped: number;
+}
+
+/** An optional boolean query flag: absent -> `dflt`, 0/false, 1/true, anything else an error. */
+function flagQuery(
+  query: URLSearchParams,
+  name: string,
+  dflt: boolean,
+): { ok: true; value: boolean } | { ok: false; error: string } {
+  const v = query.get(name);
+  if (v === null) return { ok: true, value: dflt };
+  if (v === '0' || v === 'false') return { ok: true, value: false };
+  if (v === '1' || v === 'true') return { ok: true, value: true };
+  return { ok: false, error: `${name}: must be 1, true, 0 or false (got ${JSON.stringify(v.slice(0, 32))})` };
+}
+
+/** A watch_links message from a /ws client, decoded: the cluster ids (null: every cluster in scope) or why not. */
+function watchLinksRequest(
+  raw: string,
+  idsMax: number,
+): { ok: true; clusterIds: string[] | null } | { ok: false; error: string } {
+  const usage = 'send {"type":"watch_links","cluster_ids":[<cluster id>, ...]} (null: every cluster, []: none)';
+  let msg: unknown;
+  try {
+    msg = JSON.parse(raw);
+  } catch {
+    return { ok: false, error: `not JSON; ${usage}` };
+  }
+  if (typeof msg !== 'object' || msg === null || (msg as { type?: unknown }).type !== 'watch_links') {
+    return { ok: false, error: `unknown message; ${usage}` };
+  }
+  const ids = (msg as { cluster_ids?: unknown }).cluster_ids;
+  if (ids === null) return { ok: true, clusterIds: null };
+  if (!Array.isArray(ids) || ids.length > idsMax) {
+    return { ok: false, error: `cluster_ids: must be null or an array of at most ${idsMax} cluster ids; ${usage}` };
+  }
+  if (!ids.every((id): id is string => typeof id === 'string' && id.length <= clusterIdCharsMax)) {
+    return { ok: false, error: `cluster_ids: each must be a string of at most ${clusterIdCharsMax} characters` };
+  }
+  return { ok: true, clusterIds: ids };
+}
+
+/** An optional integer query parameter in [min, max]; a 400 naming it otherwise. */
+function intQuery(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return dflt;
+  const n = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const got = JSON.stringify(raw.slice(0, 32));
+    throw new HttpError(400, `${name}: must be an integer from ${min} to ${max} (got ${got})`);
+  }
+  return n;
+}

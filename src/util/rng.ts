@@ -3,18 +3,10 @@
  * take one of these instead of Math.random, so a whole run replays from one seed.
  * Not cryptographic.
  */
-export interface Rng {
-  /** Uniform in [0, 1). */
-  next(): number;
-  /** Uniform integer in [0, n). */
-  int(n: number): number;
-  /** Uniform integer in [lo, hi] inclusive. */
-  range(lo: number, hi: number): number;
-  /** True with probability p. */
-  chance(p: number): boolean;
-  /** A child source with its own stream, derived deterministically from this one. */
-  fork(): Rng;
-}
+import type { Rng } from '../../protocol/rng.js';
+
+/** The contract lives in protocol/rng.ts (the core contract may import nothing from src/). */
+export type { Rng };
 
 function splitmix32(seed: number): () => number {
   let s = seed >>> 0;

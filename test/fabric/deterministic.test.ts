@@ -17,6 +17,13 @@ import type { Rng } from '../../src/util/rng.js';
 import { withStatus } from '../helpers/status.js';
 
 /**
+ * A 10 s heartbeat silences the counter's pings; DetCluster validates timings like etcd's
+ * Config.validate (heartbeat < election timeout min <= max), so the election timeouts, which this
+ * core never reads, are raised above it.
+ */
+const quietElections = { electionTimeoutMsMin: 20_000, electionTimeoutMsMax: 20_000 };
+
+/**
  * A tiny replicated counter, enough to exercise the runtime: a write bumps the local counter, is
  * broadcast as 'put' and answered once a majority (self included) acked, or 'timeout' after
  * requestTimeoutMs. Every heartbeat (jittered by the core's rng) it pings one random peer, which
@@ -314,7 +321,7 @@ t.test('msgpack encoding, like the live wire, does not change the run', async (t
 });
 
 t.test('virtual time: a write across a 40 ms link is answered exactly one round trip later', async (t) => {
-  const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 1000 } });
+  const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 1000, ...quietElections } });
   const start = c.now;
   t.equal(start, 1_700_000_000_000, 'default virtual epoch');
   for (const [a, b] of [['n1', 'n2'], ['n2', 'n1'], ['n1', 'n3'], ['n3', 'n1']] as const) c.fabric.setLatency(a, b, 40);
@@ -369,7 +376,7 @@ t.test('crash keeps persistentState and restart rebuilds the core from it', asyn
 });
 
 t.test('a paused node gets no ticks, refuses clients, and receives held messages in order on resume', async (t) => {
-  const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 5000 } });
+  const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 5000, ...quietElections } });
   c.pause('n3');
   t.equal(c.state('n3'), 'paused');
   t.match(withStatus(c.reply(c.client('n3', { op: 'write', key: 'a', value: 'b' })), 'write'), { ok: false, code: 'paused', status: 409 });

@@ -147,7 +147,7 @@ const opCases: OpCase[] = [
   { name: 'segmentMatch negated does not match a member', clause: c('', 'segmentMatch', ['beta'], true), context: { key: 'u-inc' }, match: false },
 ];
 
-t.test('each operator matches or not as DECISIONS.md defines', async (t) => {
+t.test('each operator matches or not as ../shared/specs/DECISIONS.md defines', async (t) => {
   const store = storeOf([], segments);
   for (const oc of opCases) {
     const f = flag({ rules: [{ id: 'r', clauses: [oc.clause], variation: 'b' }] });

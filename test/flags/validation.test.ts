@@ -1,4 +1,4 @@
-// Write-time rules of DECISIONS.md "Feature flags": body shape (TypeBox), defaults of a full
+// Write-time rules of ../shared/specs/DECISIONS.md "Feature flags": body shape (TypeBox), defaults of a full
 // replacement, every validation rule with the field it names, prerequisite cycles, segments.
 import t from 'tap';
 import {
@@ -164,7 +164,7 @@ t.test('malformed bodies are refused by the schema, naming the field', async (t)
   }
 });
 
-t.test('every DECISIONS.md validation rule refuses its violation, naming the field', async (t) => {
+t.test('every ../shared/specs/DECISIONS.md validation rule refuses its violation, naming the field', async (t) => {
   for (const cs of ruleCases) {
     const errors = errorsOf(decodeFlagCreate(cs.body));
     const hit = errors.find((e) => e.field === cs.field);

@@ -1,5 +1,5 @@
 /**
- * Hostile-input fuzzing of every endpoint of the clock lab (spec + DECISIONS.md: processes, events,
+ * Hostile-input fuzzing of every endpoint of the clock lab (spec + ../shared/specs/DECISIONS.md: processes, events,
  * messages, broadcast, channel faults, partitions, delivery mode, KV store, snapshots with and without
  * the /api/v1 prefix, scenarios, simulation), against the real process (dist/src/clocklab/main.js),
  * then a subset through its browser-facing proxy. After every success the simulation is reset and the

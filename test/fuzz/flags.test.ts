@@ -1,5 +1,5 @@
 /**
- * Hostile-input fuzzing of every endpoint of the feature-flag service (spec + DECISIONS.md: auth,
+ * Hostile-input fuzzing of every endpoint of the feature-flag service (spec + ../shared/specs/DECISIONS.md: auth,
  * users, projects, environments, flags, segments, audit, evaluation, SDK routes), against the real
  * process (dist/src/flags/main.js) on a temp SQLite file. The fixture is one project with flags of
  * every shape, a segment, and victims for the deletes; the state a refused request must not change

@@ -1,5 +1,5 @@
 /**
- * Hostile-input fuzzing of every endpoint of the replication simulator (spec + DECISIONS.md), against
+ * Hostile-input fuzzing of every endpoint of the replication simulator (spec + ../shared/specs/DECISIONS.md), against
  * the real process (dist/src/replication/main.js). The fixture holds one cluster per strategy plus a
  * small "victim" cluster for the destructive endpoints; the state a refused request must not change
  * is the set of clusters, each fixture cluster's config, nodes, node states and partitions, and the

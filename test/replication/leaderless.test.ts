@@ -4,6 +4,7 @@ import type { ClientReply, ClusterConfig, ConsistencyLevel, ReadRepairMode, Vers
 import { DetCluster } from '../../src/fabric/deterministic.js';
 import { withStatus } from '../helpers/status.js';
 import { preferenceList } from '../../src/replication/dynamo/ring.js';
+import { leaderlessPendingRequestsMax } from '../../src/replication/limits.js';
 
 // ------------------------------------------------------------------ helpers
 
@@ -201,11 +202,13 @@ t.test('read repair fixes stale replicas in every mode', async (t) => {
       t.ok(ev?.data?.mode === mode && (ev.data.repaired as string[]).includes(stale), 'a read_repair event names the repaired replica');
       if (mode === 'digest') {
         const lines = c.trace.slice(before);
-        t.ok(lines.some((l) => l.includes(`->${first} t=got`) && l.includes('full=false')), 'replicas first answered with digests');
-        t.ok(lines.some((l) => l.includes(`${stale}->${first} t=got`) && l.includes('full=true')), 'the stale replica\'s full value was fetched after its digest differed');
+        const digestReply = (l: string) => l.includes(`->${first} kind=get_reply`) && l.includes('full=false');
+        t.ok(lines.some(digestReply), 'replicas first answered with digests');
+        const staleFull = (l: string) => l.includes(`${stale}->${first} kind=get_reply`) && l.includes('full=true');
+        t.ok(lines.some(staleFull), 'the stale replica\'s full value was fetched after its digest differed');
         const agreeStart = c.trace.length;
         entry(read(c, first, key));
-        const fulls = c.trace.slice(agreeStart).filter((l) => l.includes('t=got') && l.includes('full=true'));
+        const fulls = c.trace.slice(agreeStart).filter((l) => l.includes('kind=get_reply') && l.includes('full=true'));
         t.equal(fulls.length, 0, 'when every digest agrees, no remote full value is fetched (the coordinator holds the data)');
       }
     });
@@ -347,7 +350,7 @@ t.test('anti-entropy heals a replica overwritten with an older bad value, with n
   t.equal(stored(c, victim, key)?.value, 'bad', 'the victim holds the bad value');
   c.runFor(4000);
   t.equal(stored(c, victim, key)?.value, 'good', 'anti-entropy restored the good value');
-  t.ok(c.trace.some((l) => l.includes('t=ae_push')), 'through an anti-entropy push');
+  t.ok(c.trace.some((l) => l.includes('kind=anti_entropy_push')), 'through an anti-entropy push');
 });
 
 t.test('a causally later write wins even from a node whose clock is 5 s behind (HLC)', async (t) => {
@@ -434,4 +437,41 @@ t.test('under random pauses, partitions and loss, replicas converge after healin
     }
     t.same(problems, [], `seed ${seed}: converged with ${acked.size} keys (replay: cluster({ seed: ${seed} }) in this test)`);
   }
+});
+
+t.test('a coordinator admits requests up to leaderlessPendingRequestsMax in flight and refuses past it', async (t) => {
+  // The coordinator is cut off: its writes (W=2) wait for acks that cannot come, so each stays in
+  // flight.
+  const c = cluster({ w: 2, r: 2, sloppy: false });
+  const coordinator = 'n1';
+  c.fabric.partition([coordinator], members5.filter((m) => m !== coordinator));
+  const ids: number[] = [];
+  for (let i = 0; i < leaderlessPendingRequestsMax - 1; i++) {
+    ids.push(c.client(coordinator, { op: 'write', key: `k${i}`, value: 'v' }));
+  }
+  t.equal(ids.filter((id) => c.reply(id) !== undefined).length, 0, 'every write below the cap is in flight');
+  const batch = c.client(coordinator, { op: 'batch', entries: [{ key: 'b1', value: 'v' }, { key: 'b2', value: 'v' }] });
+  const overloaded = { ok: false, code: 'timeout', error: /overloaded/ };
+  t.match(c.reply(batch), overloaded, 'a batch that would pass the cap is refused whole');
+  const last = c.client(coordinator, { op: 'write', key: 'last', value: 'v' });
+  t.equal(c.reply(last), undefined, 'the write that reaches the cap is admitted');
+  const past = c.client(coordinator, { op: 'read', key: 'k0' });
+  t.match(c.reply(past), overloaded, 'past the cap a request is refused at once');
+  const st = c.core(coordinator).status(c.now).extra as { in_flight: number; overloaded: number };
+  t.equal(st.in_flight, leaderlessPendingRequestsMax, 'in flight: exactly the cap');
+  t.equal(st.overloaded, 2, 'both refusals are counted');
+});
+
+t.test('a sync-repair read with nothing to repair leaves the in-flight map once every replica replied', async (t) => {
+  // Found by the per-step invariant (a finished op is gone from the ops map): such a read used to
+  // stay in flight until its deadline.
+  // R = N: the answer comes with the last reply, so no late reply would clean it up either.
+  const c = cluster({ readRepair: 'sync', w: 1, r: 3, sloppy: false });
+  entry(write(c, 'n1', 'k', 'v'));
+  c.runFor(100);
+  const r = read(c, 'n1', 'k');
+  t.equal(entry(r).value, 'v', 'the read answers');
+  c.runFor(50);
+  const st = c.core('n1').status(c.now).extra as { in_flight: number };
+  t.equal(st.in_flight, 0, 'nothing left in flight well before the request timeout');
 });

@@ -59,7 +59,12 @@ function entries(terms: number[], from = 1): LogEntry[] {
   }));
 }
 
-function persisted(term: number, logTerms: number[], votedFor: NodeId | null = null, peers = three): RaftPersistentState {
+function persisted(
+  term: number,
+  logTerms: number[],
+  votedFor: NodeId | null = null,
+  peers = three,
+): RaftPersistentState {
   return {
     term,
     votedFor,
@@ -106,10 +111,12 @@ function elect(c: RaftCore, peers: NodeId[]): number {
   c.onTick(now);
   drain(c);
   const preTerm = c.inspect().term + 1;
-  for (const p of peers) if (p !== c.id) c.onMessage(p, { kind: 'vote_resp', term: preTerm, preVote: true, granted: true }, now);
+  for (const p of peers)
+    if (p !== c.id) c.onMessage(p, { kind: 'vote_resp', term: preTerm, preVote: true, granted: true }, now);
   drain(c);
   const term = c.inspect().term;
-  for (const p of peers) if (p !== c.id) c.onMessage(p, { kind: 'vote_resp', term, preVote: false, granted: true }, now);
+  for (const p of peers)
+    if (p !== c.id) c.onMessage(p, { kind: 'vote_resp', term, preVote: false, granted: true }, now);
   if (c.inspect().role !== 'leader') throw new Error(`election failed: ${JSON.stringify(c.inspect())}`);
   return now;
 }
@@ -121,7 +128,16 @@ function appendReq(
   ents: LogEntry[],
   leaderCommit = 0,
 ): RaftMessage {
-  return { kind: 'append', term, prevLogIndex, prevLogTerm, entries: ents, leaderCommit, leaderLastIndex: prevLogIndex + ents.length, seq: 0 };
+  return {
+    kind: 'append',
+    term,
+    prevLogIndex,
+    prevLogTerm,
+    entries: ents,
+    leaderCommit,
+    leaderLastIndex: prevLogIndex + ents.length,
+    seq: 0,
+  };
 }
 
 function cluster(ids: NodeId[], seed: number, timings: Partial<CoreTimings> = {}): DetCluster {
@@ -267,24 +283,33 @@ t.test('vote granting follows the up-to-date rule, one vote per term, and PreVot
     t.equal(resp.preVote, c.req.preVote, `${c.name}: answers in kind`);
     t.equal(after.term, c.expect.term, `${c.name}: term`);
     t.equal(after.votedFor, c.expect.votedFor, `${c.name}: votedFor`);
-    if (c.req.preVote && c.expect.granted) t.equal(resp.term, c.req.term, `${c.name}: a granted pre-vote echoes the proposed term`);
+    if (c.req.preVote && c.expect.granted)
+      t.equal(resp.term, c.req.term, `${c.name}: a granted pre-vote echoes the proposed term`);
   }
 });
 
 t.test('an election runs PreVote first, then a real vote, and the winner appends a no-op', async (t) => {
   const n1 = mk('n1', { persisted: persisted(4, [1, 4]) });
   const d = n1.nextDeadline();
-  t.ok(d >= defaultTimings.electionTimeoutMsMin && d <= defaultTimings.electionTimeoutMsMax, 'randomized election timeout');
+  t.ok(
+    d >= defaultTimings.electionTimeoutMsMin && d <= defaultTimings.electionTimeoutMsMax,
+    'randomized election timeout',
+  );
   n1.onTick(d);
   const pre = sent(drain(n1));
   t.equal(pre.length, 2, 'asks both peers');
-  t.ok(pre.every((m) => m.kind === 'vote_req' && m.preVote && m.term === 5 && m.lastLogIndex === 2 && m.lastLogTerm === 4));
+  t.ok(
+    pre.every((m) => m.kind === 'vote_req' && m.preVote && m.term === 5 && m.lastLogIndex === 2 && m.lastLogTerm === 4),
+  );
   t.equal(n1.inspect().term, 4, 'PreVote leaves the term alone');
   t.equal(n1.status(d).role, 'candidate');
 
   n1.onMessage('n2', { kind: 'vote_resp', term: 5, preVote: true, granted: true }, d + 1);
   const real = sent(drain(n1));
-  t.ok(real.length === 2 && real.every((m) => m.kind === 'vote_req' && !m.preVote && m.term === 5), 'a pre-vote majority starts the real election');
+  t.ok(
+    real.length === 2 && real.every((m) => m.kind === 'vote_req' && !m.preVote && m.term === 5),
+    'a pre-vote majority starts the real election',
+  );
   t.equal(n1.inspect().term, 5);
   t.equal(n1.inspect().votedFor, 'n1');
 
@@ -292,8 +317,19 @@ t.test('an election runs PreVote first, then a real vote, and the winner appends
   const out = drain(n1);
   const s = n1.inspect();
   t.equal(s.role, 'leader');
-  t.same(s.entries.map((e) => [e.index, e.term, e.type]), [[1, 1, 'put'], [2, 4, 'put'], [3, 5, 'noop']], 'a no-op of the new term');
-  t.same(out.events.filter((e) => e.type === 'leader_elected').map((e) => e.data), [{ term: 5 }]);
+  t.same(
+    s.entries.map((e) => [e.index, e.term, e.type]),
+    [
+      [1, 1, 'put'],
+      [2, 4, 'put'],
+      [3, 5, 'noop'],
+    ],
+    'a no-op of the new term',
+  );
+  t.same(
+    out.events.filter((e) => e.type === 'leader_elected').map((e) => e.data),
+    [{ term: 5 }],
+  );
   const appends = sent(out).filter((m) => m.kind === 'append');
   t.equal(appends.length, 2, 'announces itself to both followers');
   t.equal(n1.status(d + 2).leader_id, 'n1');
@@ -325,7 +361,14 @@ t.test('AppendEntries: log matching check, conflict truncation, fast back-off hi
     log: number[];
     commit?: number;
     req: { term: number; prev: number; prevTerm: number; entries: number[]; leaderCommit?: number };
-    expect: { success: boolean; matchIndex?: number; conflictTerm?: number; conflictIndex?: number; log: number[]; commit?: number };
+    expect: {
+      success: boolean;
+      matchIndex?: number;
+      conflictTerm?: number;
+      conflictIndex?: number;
+      log: number[];
+      commit?: number;
+    };
   }
   const cases: Case[] = [
     {
@@ -379,9 +422,15 @@ t.test('AppendEntries: log matching check, conflict truncation, fast back-off hi
     const s = node.inspect();
     t.equal(resp.success, c.expect.success, `${c.name}: success`);
     if (c.expect.matchIndex !== undefined) t.equal(resp.matchIndex, c.expect.matchIndex, `${c.name}: matchIndex`);
-    if (c.expect.conflictTerm !== undefined) t.equal(resp.conflictTerm, c.expect.conflictTerm, `${c.name}: conflictTerm`);
-    if (c.expect.conflictIndex !== undefined) t.equal(resp.conflictIndex, c.expect.conflictIndex, `${c.name}: conflictIndex`);
-    t.same(s.entries.map((e) => e.term), c.expect.log, `${c.name}: resulting log`);
+    if (c.expect.conflictTerm !== undefined)
+      t.equal(resp.conflictTerm, c.expect.conflictTerm, `${c.name}: conflictTerm`);
+    if (c.expect.conflictIndex !== undefined)
+      t.equal(resp.conflictIndex, c.expect.conflictIndex, `${c.name}: conflictIndex`);
+    t.same(
+      s.entries.map((e) => e.term),
+      c.expect.log,
+      `${c.name}: resulting log`,
+    );
     if (c.expect.commit !== undefined) t.equal(s.commitIndex, c.expect.commit, `${c.name}: commit`);
     if (!c.expect.success && c.req.term < 2) t.equal(resp.term, 2, `${c.name}: answers with the newer term`);
   }
@@ -429,7 +478,20 @@ t.test('the leader backs off nextIndex with the conflict hints and ignores stale
     drain(leader);
     const term = leader.inspect().term;
     if (c.match !== undefined) {
-      leader.onMessage('n2', { kind: 'append_resp', term, success: true, matchIndex: c.match, rejectIndex: 0, conflictTerm: 0, conflictIndex: 0, seq: 0 }, now);
+      leader.onMessage(
+        'n2',
+        {
+          kind: 'append_resp',
+          term,
+          success: true,
+          matchIndex: c.match,
+          rejectIndex: 0,
+          conflictTerm: 0,
+          conflictIndex: 0,
+          seq: 0,
+        },
+        now,
+      );
       drain(leader);
     }
     leader.onMessage('n2', { kind: 'append_resp', term, success: false, matchIndex: 0, seq: 0, ...c.reject }, now + 1);
@@ -486,12 +548,26 @@ t.test('commit rules: majority of the current term only, never by counting older
   for (const c of cases) {
     const leader = mk('n1', { peers: five, persisted: persisted(4, [1, 2], null, five) });
     const now = elect(leader, five);
-    for (let i = 0; i < c.proposals; i++) leader.onClient({ id: i + 1, op: { op: 'write', key: 'k', value: `${i}` } }, now);
+    for (let i = 0; i < c.proposals; i++)
+      leader.onClient({ id: i + 1, op: { op: 'write', key: 'k', value: `${i}` } }, now);
     drain(leader);
     const term = leader.inspect().term;
     t.equal(term, 5);
     for (const [peer, matchIndex] of Object.entries(c.acks)) {
-      leader.onMessage(peer, { kind: 'append_resp', term, success: true, matchIndex, rejectIndex: 0, conflictTerm: 0, conflictIndex: 0, seq: 0 }, now + 1);
+      leader.onMessage(
+        peer,
+        {
+          kind: 'append_resp',
+          term,
+          success: true,
+          matchIndex,
+          rejectIndex: 0,
+          conflictTerm: 0,
+          conflictIndex: 0,
+          seq: 0,
+        },
+        now + 1,
+      );
     }
     drain(leader);
     t.equal(leader.inspect().commitIndex, c.expectCommit, c.name);
@@ -504,108 +580,155 @@ t.test('commit rules: majority of the current term only, never by counting older
   leader.onClient({ id: 2, op: { op: 'write', key: 'b', value: '2' } }, now);
   drain(leader);
   const term = leader.inspect().term;
-  t.same(leader.inspect().entries.map((e) => e.term), [1, term, term, term]);
+  t.same(
+    leader.inspect().entries.map((e) => e.term),
+    [1, term, term, term],
+  );
   for (const peer of ['n2', 'n3']) {
-    leader.onMessage(peer, { kind: 'append_resp', term, success: true, matchIndex: 3, rejectIndex: 0, conflictTerm: 0, conflictIndex: 0, seq: 0 }, now + 5);
+    leader.onMessage(
+      peer,
+      {
+        kind: 'append_resp',
+        term,
+        success: true,
+        matchIndex: 3,
+        rejectIndex: 0,
+        conflictTerm: 0,
+        conflictIndex: 0,
+        seq: 0,
+      },
+      now + 5,
+    );
   }
   const out = drain(leader);
   t.equal(leader.inspect().commitIndex, 3, 'current-term entries commit on a majority');
-  t.same(out.replies.map((r) => [r.id, r.ok]), [[1, true]], 'the committed write is answered, the other waits');
-  t.same(out.events.filter((e) => e.type === 'entry_replicated').map((e) => e.data), [{ index: 3 }], 'one event per applied batch');
+  t.same(
+    out.replies.map((r) => [r.id, r.ok]),
+    [[1, true]],
+    'the committed write is answered, the other waits',
+  );
+  t.same(
+    out.events.filter((e) => e.type === 'entry_replicated').map((e) => e.data),
+    [{ index: 3 }],
+    'one event per applied batch',
+  );
 });
 
 // ------------------------------------------------------------------ client semantics
 
-t.test('client requests: not_leader naming the leader, no_leader while electing, atomic batches, tombstones', async (t) => {
-  const c = cluster(three, 11);
-  const leader = settle(c);
-  const follower = three.find((id) => id !== leader) as NodeId;
+t.test(
+  'client requests: not_leader naming the leader, no_leader while electing, atomic batches, tombstones',
+  async (t) => {
+    const c = cluster(three, 11);
+    const leader = settle(c);
+    const follower = three.find((id) => id !== leader) as NodeId;
 
-  const rows: Array<{ name: string; node: NodeId; op: Parameters<DetCluster['client']>[1]; check: (r: ClientReply | undefined, tt: typeof t) => void }> = [
-    {
-      name: 'a write aimed at a follower is refused with 409 not_leader naming the leader',
-      node: follower,
-      op: { op: 'write', key: 'x', value: '1' },
-      check: (r, tt) =>
-        tt.same(r && !r.ok ? { code: r.code, status: r.status, error: r.error, leader_id: r.leader_id } : r, {
-          code: 'not_leader',
-          status: 409,
-          error: `not leader; leader is ${leader}`,
-          leader_id: leader,
-        }),
-    },
-    {
-      name: 'a read aimed at a follower is refused with not_leader too',
-      node: follower,
-      op: { op: 'read', key: 'x' },
-      check: (r, tt) => tt.equal(r && !r.ok ? r.code : 'ok', 'not_leader'),
-    },
-    {
-      name: 'a write on the leader answers after commit with a Version stamped by the leader',
-      node: leader,
-      op: { op: 'write', key: 'x', value: 'hello' },
-      check: (r, tt) => {
-        tt.ok(r?.ok, 'ok');
-        if (r?.ok && r.result.kind === 'entry') {
-          tt.equal(r.result.entry.value, 'hello');
-          tt.equal(r.result.entry.node_id, leader);
-          tt.ok(r.result.entry.version > 1, 'version is the log index');
-          tt.ok(r.result.entry.timestamp > 0, 'an HLC timestamp');
-        }
+    const rows: Array<{
+      name: string;
+      node: NodeId;
+      op: Parameters<DetCluster['client']>[1];
+      check: (r: ClientReply | undefined, tt: typeof t) => void;
+    }> = [
+      {
+        name: 'a write aimed at a follower is refused with 409 not_leader naming the leader',
+        node: follower,
+        op: { op: 'write', key: 'x', value: '1' },
+        check: (r, tt) =>
+          tt.same(r && !r.ok ? { code: r.code, status: r.status, error: r.error, leader_id: r.leader_id } : r, {
+            code: 'not_leader',
+            status: 409,
+            error: `not leader; leader is ${leader}`,
+            leader_id: leader,
+          }),
       },
-    },
-    {
-      name: 'a read on the leader returns the committed value (ReadIndex)',
-      node: leader,
-      op: { op: 'read', key: 'x' },
-      check: (r, tt) => tt.equal(r?.ok && r.result.kind === 'entry' ? r.result.entry.value : undefined, 'hello'),
-    },
-    {
-      name: 'an atomic batch is one log entry applied all-or-nothing',
-      node: leader,
-      op: { op: 'batch', entries: [{ key: 'b1', value: '1' }, { key: 'b2', value: '2' }] },
-      check: (r, tt) => {
-        tt.ok(r?.ok && r.result.kind === 'batch' && r.result.entries.length === 2, 'two versions');
-        if (r?.ok && r.result.kind === 'batch') {
-          const [a, b] = r.result.entries;
-          tt.equal(a?.version, b?.version, 'one index for the whole batch');
-          tt.equal(raft(c, leader).inspect().entries.filter((e) => e.type === 'batch').length, 1);
-        }
+      {
+        name: 'a read aimed at a follower is refused with not_leader too',
+        node: follower,
+        op: { op: 'read', key: 'x' },
+        check: (r, tt) => tt.equal(r && !r.ok ? r.code : 'ok', 'not_leader'),
       },
-    },
-    {
-      name: 'a delete goes through the log and leaves a tombstone',
-      node: leader,
-      op: { op: 'delete', key: 'x' },
-      check: (r, tt) => tt.ok(r?.ok && r.result.kind === 'entry' && r.result.entry.tombstone, 'tombstone version'),
-    },
-    {
-      name: 'a read of a deleted key answers not_found',
-      node: leader,
-      op: { op: 'read', key: 'x' },
-      check: (r, tt) => tt.same(r && !r.ok ? [r.code, r.status] : r, ['not_found', 404]),
-    },
-    {
-      name: 'an empty batch is a bad request',
-      node: leader,
-      op: { op: 'batch', entries: [] },
-      check: (r, tt) => tt.same(r && !r.ok ? [r.code, r.status] : r, ['bad_request', 400]),
-    },
-  ];
-  for (const row of rows) {
-    const r = withStatus(c.runUntilReply(c.client(row.node, row.op), 2000), row.op.op);
-    await t.test(row.name, async (tt) => row.check(r, tt));
-  }
-  c.runFor(200);
-  for (const id of three) {
-    t.equal(raft(c, id).storeView().x?.tombstone, true, `${id} holds the tombstone`);
-    t.equal(raft(c, id).storeView().b2?.value, '2', `${id} holds the batch`);
-  }
+      {
+        name: 'a write on the leader answers after commit with a Version stamped by the leader',
+        node: leader,
+        op: { op: 'write', key: 'x', value: 'hello' },
+        check: (r, tt) => {
+          tt.ok(r?.ok, 'ok');
+          if (r?.ok && r.result.kind === 'entry') {
+            tt.equal(r.result.entry.value, 'hello');
+            tt.equal(r.result.entry.node_id, leader);
+            tt.ok(r.result.entry.version > 1, 'version is the log index');
+            tt.ok(r.result.entry.timestamp > 0, 'an HLC timestamp');
+          }
+        },
+      },
+      {
+        name: 'a read on the leader returns the committed value (ReadIndex)',
+        node: leader,
+        op: { op: 'read', key: 'x' },
+        check: (r, tt) => tt.equal(r?.ok && r.result.kind === 'entry' ? r.result.entry.value : undefined, 'hello'),
+      },
+      {
+        name: 'an atomic batch is one log entry applied all-or-nothing',
+        node: leader,
+        op: {
+          op: 'batch',
+          entries: [
+            { key: 'b1', value: '1' },
+            { key: 'b2', value: '2' },
+          ],
+        },
+        check: (r, tt) => {
+          tt.ok(r?.ok && r.result.kind === 'batch' && r.result.entries.length === 2, 'two versions');
+          if (r?.ok && r.result.kind === 'batch') {
+            const [a, b] = r.result.entries;
+            tt.equal(a?.version, b?.version, 'one index for the whole batch');
+            tt.equal(
+              raft(c, leader)
+                .inspect()
+                .entries.filter((e) => e.type === 'batch').length,
+              1,
+            );
+          }
+        },
+      },
+      {
+        name: 'a delete goes through the log and leaves a tombstone',
+        node: leader,
+        op: { op: 'delete', key: 'x' },
+        check: (r, tt) => tt.ok(r?.ok && r.result.kind === 'entry' && r.result.entry.tombstone, 'tombstone version'),
+      },
+      {
+        name: 'a read of a deleted key answers not_found',
+        node: leader,
+        op: { op: 'read', key: 'x' },
+        check: (r, tt) => tt.same(r && !r.ok ? [r.code, r.status] : r, ['not_found', 404]),
+      },
+      {
+        name: 'an empty batch is a bad request',
+        node: leader,
+        op: { op: 'batch', entries: [] },
+        check: (r, tt) => tt.same(r && !r.ok ? [r.code, r.status] : r, ['bad_request', 400]),
+      },
+    ];
+    for (const row of rows) {
+      const r = withStatus(c.runUntilReply(c.client(row.node, row.op), 2000), row.op.op);
+      await t.test(row.name, async (tt) => row.check(r, tt));
+    }
+    c.runFor(200);
+    for (const id of three) {
+      t.equal(raft(c, id).storeView().x?.tombstone, true, `${id} holds the tombstone`);
+      t.equal(raft(c, id).storeView().b2?.value, '2', `${id} holds the batch`);
+    }
 
-  const fresh = mk('n1');
-  fresh.onClient({ id: 9, op: { op: 'write', key: 'k', value: 'v' } }, 1);
-  t.same(drain(fresh).replies.map((r) => withStatus(r, 'write')), [{ id: 9, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' }], 'no_leader before any election');
-});
+    const fresh = mk('n1');
+    fresh.onClient({ id: 9, op: { op: 'write', key: 'k', value: 'v' } }, 1);
+    t.same(
+      drain(fresh).replies.map((r) => withStatus(r, 'write')),
+      [{ id: 9, ok: false, code: 'no_leader', status: 409, error: 'no leader elected yet' }],
+      'no_leader before any election',
+    );
+  },
+);
 
 t.test('an isolated leader answers writes with an indeterminate timeout and never serves a read', async (t) => {
   const c = cluster(three, 5);
@@ -616,7 +739,11 @@ t.test('an isolated leader answers writes with an indeterminate timeout and neve
   const r = c.client(leader, { op: 'read', key: 'k' });
   c.runFor(1500);
   const wr = withStatus(c.reply(w), 'write');
-  t.same(wr && !wr.ok ? [wr.code, wr.status, wr.indeterminate] : wr, ['timeout', 409, true], 'write: 409 timeout, indeterminate');
+  t.same(
+    wr && !wr.ok ? [wr.code, wr.status, wr.indeterminate] : wr,
+    ['timeout', 409, true],
+    'write: 409 timeout, indeterminate',
+  );
   const rr = c.reply(r);
   t.ok(rr && !rr.ok, 'the read is refused, not answered from a stale leader');
   t.not(raft(c, leader).inspect().role, 'leader', 'CheckQuorum made the isolated leader step down');
@@ -631,49 +758,60 @@ t.test('an isolated leader answers writes with an indeterminate timeout and neve
 
 // ------------------------------------------------------------------ CheckQuorum and PreVote in a cluster
 
-t.test('CheckQuorum and PreVote: paused or partitioned leaders step down; rejoining nodes do not disrupt', async (t) => {
-  await t.test('a paused leader steps down when resumed, a new leader having taken over', async (t) => {
-    const c = cluster(five, 21);
-    const leader = settle(c);
-    const term = raft(c, leader).inspect().term;
-    c.pause(leader);
-    c.runFor(1000);
-    const next = leaderOf(c);
-    t.ok(next && next !== leader, 'a new leader while the old one is paused');
-    c.resume(leader);
-    c.runFor(500);
-    t.equal(raft(c, leader).inspect().role, 'follower');
-    t.ok(raft(c, leader).inspect().term > term, 'it learned the newer term');
-    t.equal(leaderOf(c), next);
-  });
-  await t.test('a follower partitioned away rejoins without raising the term or changing the leader', async (t) => {
-    const c = cluster(five, 22);
-    const leader = settle(c);
-    const term = raft(c, leader).inspect().term;
-    const lonely = five.find((id) => id !== leader) as NodeId;
-    c.fabric.partition([lonely], five.filter((id) => id !== lonely));
-    c.runFor(3000);
-    t.equal(raft(c, lonely).inspect().term, term, 'PreVote kept the isolated node from raising its term');
-    t.equal(raft(c, lonely).status(c.now).role, 'candidate', 'it keeps trying');
-    c.fabric.clearFaults();
-    c.runFor(1000);
-    t.equal(leaderOf(c), leader, 'the same leader');
-    t.equal(raft(c, leader).inspect().term, term, 'the same term');
-    t.equal(raft(c, lonely).status(c.now).leader_id, leader);
-  });
-  await t.test('a leader cut off from the majority steps down within an election timeout', async (t) => {
-    const c = cluster(five, 23);
-    const leader = settle(c);
-    c.fabric.partition([leader, five.find((id) => id !== leader) as NodeId], five.filter((id) => id !== leader).slice(1));
-    c.runFor(defaultTimings.electionTimeoutMsMax + 2 * defaultTimings.heartbeatMs);
-    t.equal(raft(c, leader).inspect().role, 'follower');
-  });
-});
+t.test(
+  'CheckQuorum and PreVote: paused or partitioned leaders step down; rejoining nodes do not disrupt',
+  async (t) => {
+    await t.test('a paused leader steps down when resumed, a new leader having taken over', async (t) => {
+      const c = cluster(five, 21);
+      const leader = settle(c);
+      const term = raft(c, leader).inspect().term;
+      c.pause(leader);
+      c.runFor(1000);
+      const next = leaderOf(c);
+      t.ok(next && next !== leader, 'a new leader while the old one is paused');
+      c.resume(leader);
+      c.runFor(500);
+      t.equal(raft(c, leader).inspect().role, 'follower');
+      t.ok(raft(c, leader).inspect().term > term, 'it learned the newer term');
+      t.equal(leaderOf(c), next);
+    });
+    await t.test('a follower partitioned away rejoins without raising the term or changing the leader', async (t) => {
+      const c = cluster(five, 22);
+      const leader = settle(c);
+      const term = raft(c, leader).inspect().term;
+      const lonely = five.find((id) => id !== leader) as NodeId;
+      c.fabric.partition(
+        [lonely],
+        five.filter((id) => id !== lonely),
+      );
+      c.runFor(3000);
+      t.equal(raft(c, lonely).inspect().term, term, 'PreVote kept the isolated node from raising its term');
+      t.equal(raft(c, lonely).status(c.now).role, 'candidate', 'it keeps trying');
+      c.fabric.clearFaults();
+      c.runFor(1000);
+      t.equal(leaderOf(c), leader, 'the same leader');
+      t.equal(raft(c, leader).inspect().term, term, 'the same term');
+      t.equal(raft(c, lonely).status(c.now).leader_id, leader);
+    });
+    await t.test('a leader cut off from the majority steps down within an election timeout', async (t) => {
+      const c = cluster(five, 23);
+      const leader = settle(c);
+      c.fabric.partition(
+        [leader, five.find((id) => id !== leader) as NodeId],
+        five.filter((id) => id !== leader).slice(1),
+      );
+      c.runFor(defaultTimings.electionTimeoutMsMax + 2 * defaultTimings.heartbeatMs);
+      t.equal(raft(c, leader).inspect().role, 'follower');
+    });
+  },
+);
 
 // ------------------------------------------------------------------ log compaction and InstallSnapshot
 
 t.test('InstallSnapshot receiver: replaces, keeps or ignores according to §7', async (t) => {
-  const snapStore = { a: { key: 'a', value: '1', tombstone: false, timestamp: 5, node_id: 'n1', version: 3, vclock: {} } };
+  const snapStore = {
+    a: { key: 'a', value: '1', tombstone: false, timestamp: 5, node_id: 'n1', version: 3, vclock: {} },
+  };
   interface Case {
     name: string;
     log: number[];
@@ -717,24 +855,41 @@ t.test('InstallSnapshot receiver: replaces, keeps or ignores according to §7', 
       node.onMessage('n1', appendReq(2, c.log.length, c.log[c.log.length - 1] ?? 0, [], c.commit), 5);
       drain(node);
     }
-    node.onMessage('n1', {
-      kind: 'snapshot',
-      term: 2,
-      raftSnapshot: { lastIncludedIndex: c.snap.index, lastIncludedTerm: c.snap.term, voters: three, store: snapStore },
-      leaderLastIndex: 9,
-      seq: 4,
-    }, 10);
+    node.onMessage(
+      'n1',
+      {
+        kind: 'snapshot',
+        term: 2,
+        raftSnapshot: {
+          lastIncludedIndex: c.snap.index,
+          lastIncludedTerm: c.snap.term,
+          voters: three,
+          store: snapStore,
+        },
+        leaderLastIndex: 9,
+        seq: 4,
+      },
+      10,
+    );
     const resp = only(sent(drain(node), 'n1'), 'snapshot_resp');
     const s = node.inspect();
     t.equal(resp.matchIndex, c.snap.index, `${c.name}: acknowledges the snapshot index`);
     t.equal(resp.seq, 4, `${c.name}: echoes the ReadIndex round`);
-    t.same(s.entries.map((e) => e.term), c.expect.log, `${c.name}: log`);
+    t.same(
+      s.entries.map((e) => e.term),
+      c.expect.log,
+      `${c.name}: log`,
+    );
     t.equal(s.commitIndex, c.expect.commit, `${c.name}: commit`);
     t.equal(s.raftSnapshot.lastIncludedIndex, c.expect.snapIndex, `${c.name}: snapshot boundary`);
     if (c.expect.snapIndex > 0) t.equal(s.lastApplied, c.expect.commit, `${c.name}: applied up to the snapshot`);
     t.equal(node.storeView().a?.value, c.expect.storeA, `${c.name}: store`);
     if (c.expect.snapIndex > 0) {
-      t.same(node.logView()[0], { type: 'raft_snapshot', last_included_index: c.snap.index, last_included_term: c.snap.term, voters: three }, `${c.name}: logView boundary`);
+      t.same(
+        node.logView()[0],
+        { type: 'raft_snapshot', last_included_index: c.snap.index, last_included_term: c.snap.term, voters: three },
+        `${c.name}: logView boundary`,
+      );
     }
   }
 });
@@ -752,7 +907,10 @@ t.test('a lagging follower is brought up to date with InstallSnapshot after comp
   c.restart(lagger);
   c.runFor(1000);
   const fs = raft(c, lagger).inspect();
-  t.ok(c.trace.filter((l) => l.includes(`->${lagger} kind=snapshot`)).length > snapsBefore, 'an InstallSnapshot was sent');
+  t.ok(
+    c.trace.filter((l) => l.includes(`->${lagger} kind=snapshot`)).length > snapsBefore,
+    'an InstallSnapshot was sent',
+  );
   t.equal(fs.lastApplied, raft(c, leader).inspect().lastApplied, 'caught up');
   t.same(raft(c, lagger).storeView(), raft(c, leader).storeView(), 'same store');
   t.equal(raft(c, lagger).status(c.now).lag, 0);
@@ -766,8 +924,15 @@ t.test('membership: one change at a time, effective when appended, answered afte
   const follower = three.find((id) => id !== leader) as NodeId;
   t.ok(write(c, leader, 'a', '1')?.ok);
 
-  const refused = withStatus(c.control(follower, { kind: 'add_server', node_id: 'n4', reqId: c.nextRequestId() }), 'control');
-  t.same([refused.ok, refused.status, refused.error], [false, 409, `not leader; leader is ${leader}`], 'not leader: 409 naming the leader');
+  const refused = withStatus(
+    c.control(follower, { kind: 'add_server', node_id: 'n4', reqId: c.nextRequestId() }),
+    'control',
+  );
+  t.same(
+    [refused.ok, refused.status, refused.error],
+    [false, 409, `not leader; leader is ${leader}`],
+    'not leader: 409 naming the leader',
+  );
 
   c.addNode('n4', { notifyPeers: false });
   t.equal(raft(c, 'n4').inspect().voters.includes('n4'), true, 'the new node starts from the cluster node list');
@@ -775,13 +940,19 @@ t.test('membership: one change at a time, effective when appended, answered afte
   const accepted = c.control(leader, { kind: 'add_server', node_id: 'n4', reqId });
   t.equal(accepted.ok, true);
   t.same(raft(c, leader).inspect().voters, [...three, 'n4'], 'in effect on the leader as soon as appended');
-  const second = withStatus(c.control(leader, { kind: 'add_server', node_id: 'n5', reqId: c.nextRequestId() }), 'control');
+  const second = withStatus(
+    c.control(leader, { kind: 'add_server', node_id: 'n5', reqId: c.nextRequestId() }),
+    'control',
+  );
   t.same([second.ok, second.status], [false, 409], 'a second change waits for the first');
   const dup = c.control(leader, { kind: 'remove_server', node_id: 'n9', reqId: c.nextRequestId() });
   t.equal(dup.ok, false);
 
   const done = c.runUntilReply(reqId, 2000);
-  t.ok(done?.ok && done.result.kind === 'entry' && done.result.entry.key === '__config__', 'answered with a __config__ Version');
+  t.ok(
+    done?.ok && done.result.kind === 'entry' && done.result.entry.key === '__config__',
+    'answered with a __config__ Version',
+  );
   if (done?.ok && done.result.kind === 'entry') t.equal(done.result.entry.value, [...three, 'n4'].join(','));
   c.runFor(500);
   t.same(raft(c, 'n4').storeView(), raft(c, leader).storeView(), 'the new node caught up');
@@ -795,7 +966,11 @@ t.test('membership: one change at a time, effective when appended, answered afte
   c.runFor(1500);
   const next = leaderOf(c);
   t.ok(next && next !== leader, 'the remaining members elected a leader');
-  t.notOk(raft(c, next as NodeId).inspect().voters.includes(leader));
+  t.notOk(
+    raft(c, next as NodeId)
+      .inspect()
+      .voters.includes(leader),
+  );
   t.ok(write(c, next as NodeId, 'b', '2')?.ok, 'the new configuration accepts writes');
   t.equal(raft(c, leader).inspect().role, 'follower', 'the removed node stays quiet');
 });
@@ -831,8 +1006,16 @@ t.test('persistentState survives a restart: term, vote, log and raftSnapshot', a
 
 t.test('a proposal whose entry was truncated waits for the entry applied at its index', async (t) => {
   const cases: Array<{ name: string; laterLeaderHasIt: boolean; expect: { ok: boolean; code?: string } }> = [
-    { name: 'another node kept the entry and a later leader commits it: ok after all', laterLeaderHasIt: true, expect: { ok: true } },
-    { name: 'another entry is committed at that index: a definite not_leader', laterLeaderHasIt: false, expect: { ok: false, code: 'not_leader' } },
+    {
+      name: 'another node kept the entry and a later leader commits it: ok after all',
+      laterLeaderHasIt: true,
+      expect: { ok: true },
+    },
+    {
+      name: 'another entry is committed at that index: a definite not_leader',
+      laterLeaderHasIt: false,
+      expect: { ok: false, code: 'not_leader' },
+    },
   ];
   for (const c of cases) {
     const n1 = mk('n1', { persisted: persisted(1, [1]) });
@@ -846,10 +1029,15 @@ t.test('a proposal whose entry was truncated waits for the entry applied at its 
     n1.onMessage('n2', appendReq(3, 1, 1, [other]), now + 10);
     const out1 = drain(n1);
     t.same(out1.replies, [], `${c.name}: no answer on truncation`);
-    t.same(n1.inspect().entries.map((e) => e.term), [1, 3]);
+    t.same(
+      n1.inspect().entries.map((e) => e.term),
+      [1, 3],
+    );
     // n3 leads term 4 and commits index 3 with its own log.
     const noop2 = { index: 2, term: 2, node_id: 'n1', timestamp: 1, type: 'noop' as const };
-    const log4: LogEntry[] = c.laterLeaderHasIt ? [noop2, mine] : [noop2, { ...mine, term: 4, value: 'theirs', node_id: 'n3' } as LogEntry];
+    const log4: LogEntry[] = c.laterLeaderHasIt
+      ? [noop2, mine]
+      : [noop2, { ...mine, term: 4, value: 'theirs', node_id: 'n3' } as LogEntry];
     n1.onMessage('n3', appendReq(4, 1, 1, log4, 3), now + 20);
     const replies = drain(n1).replies;
     t.equal(replies.length, 1, `${c.name}: answered once applied`);
@@ -898,11 +1086,26 @@ t.test('status reports role, term, commit, lag and the leader followers map', as
 t.test('the durable fold rebuilds the persistent state record by record', async (t) => {
   const snap0 = { lastIncludedIndex: 0, lastIncludedTerm: 0, voters: three, store: {} };
   const log = entries([1, 1, 2, 2]);
-  const start: RaftDurableRecord = { kind: 'checkpoint', state: { term: 1, votedFor: null, log: [], raftSnapshot: snap0 } };
-  const cases: Array<{ name: string; records: RaftDurableRecord[]; expect: Partial<RaftPersistentState> & { logIndexes?: number[] } }> = [
+  const start: RaftDurableRecord = {
+    kind: 'checkpoint',
+    state: { term: 1, votedFor: null, log: [], raftSnapshot: snap0 },
+  };
+  const cases: Array<{
+    name: string;
+    records: RaftDurableRecord[];
+    expect: Partial<RaftPersistentState> & { logIndexes?: number[] };
+  }> = [
     { name: 'a checkpoint is the whole state', records: [start], expect: { term: 1, votedFor: null, logIndexes: [] } },
-    { name: 'a hard record sets term and vote', records: [start, { kind: 'hard', term: 3, votedFor: 'n2' }], expect: { term: 3, votedFor: 'n2' } },
-    { name: 'appends extend the log', records: [start, { kind: 'append', entries: log.slice(0, 2) }, { kind: 'append', entries: log.slice(2) }], expect: { logIndexes: [1, 2, 3, 4] } },
+    {
+      name: 'a hard record sets term and vote',
+      records: [start, { kind: 'hard', term: 3, votedFor: 'n2' }],
+      expect: { term: 3, votedFor: 'n2' },
+    },
+    {
+      name: 'appends extend the log',
+      records: [start, { kind: 'append', entries: log.slice(0, 2) }, { kind: 'append', entries: log.slice(2) }],
+      expect: { logIndexes: [1, 2, 3, 4] },
+    },
     {
       name: 'a truncation drops the conflicting suffix (§5.3)',
       records: [start, { kind: 'append', entries: log }, { kind: 'truncate', fromIndex: 3 }],
@@ -910,7 +1113,11 @@ t.test('the durable fold rebuilds the persistent state record by record', async 
     },
     {
       name: 'a compaction moves the prefix into the raftSnapshot, applied with the state machine (§7)',
-      records: [start, { kind: 'append', entries: log }, { kind: 'compact', lastIncludedIndex: 3, lastIncludedTerm: 2 }],
+      records: [
+        start,
+        { kind: 'append', entries: log },
+        { kind: 'compact', lastIncludedIndex: 3, lastIncludedTerm: 2 },
+      ],
       expect: { logIndexes: [4] },
     },
   ];
@@ -920,7 +1127,12 @@ t.test('the durable fold rebuilds the persistent state record by record', async 
     const s = state as RaftPersistentState;
     if (c.expect.term !== undefined) t.equal(s.term, c.expect.term, `${c.name}: term`);
     if (c.expect.votedFor !== undefined) t.equal(s.votedFor, c.expect.votedFor, `${c.name}: vote`);
-    if (c.expect.logIndexes) t.same(s.log.map((e) => e.index), c.expect.logIndexes, `${c.name}: log`);
+    if (c.expect.logIndexes)
+      t.same(
+        s.log.map((e) => e.index),
+        c.expect.logIndexes,
+        `${c.name}: log`,
+      );
   }
   let s: unknown;
   for (const r of cases[4]?.records ?? []) s = raftDurableFold.fold(s, r);
@@ -933,7 +1145,10 @@ t.test('the durable fold rebuilds the persistent state record by record', async 
   t.equal(compacted.store['k3']?.version, 3, 'versions are the entries’ indexes, as the core applies them');
   t.ok(raftDurableFold.isCheckpoint(start), 'a checkpoint says so');
   t.notOk(raftDurableFold.isCheckpoint({ kind: 'hard', term: 1, votedFor: null }), 'a hard record is not one');
-  t.throws(() => raftDurableFold.fold(undefined, { kind: 'hard', term: 1, votedFor: null }), 'a fold starts with a checkpoint');
+  t.throws(
+    () => raftDurableFold.fold(undefined, { kind: 'hard', term: 1, votedFor: null }),
+    'a fold starts with a checkpoint',
+  );
 });
 
 t.test('after every step of a faulty run, each node’s durable fold equals persistentState()', async (t) => {
@@ -971,7 +1186,11 @@ t.test('after every step of a faulty run, each node’s durable fold equals pers
   for (let i = 0; i < 400; i++) {
     const leader = leaderOf(c) ?? three[rng.int(3)];
     c.client(leader as NodeId, { op: i % 7 === 0 ? 'delete' : 'write', key: `k${rng.int(5)}`, value: `v${i}` });
-    if (i % 50 === 10) c.fabric.partition([leader as NodeId], three.filter((x) => x !== leader));
+    if (i % 50 === 10)
+      c.fabric.partition(
+        [leader as NodeId],
+        three.filter((x) => x !== leader),
+      );
     if (i % 50 === 12) c.client(leader as NodeId, { op: 'write', key: 'orphan', value: `o${i}` });
     if (i % 50 === 30) for (const p of c.fabric.partitions().keys()) c.fabric.heal(p);
     if (i % 60 === 45) c.crash(three[rng.int(3)] as NodeId);
@@ -986,12 +1205,24 @@ t.test('after every step of a faulty run, each node’s durable fold equals pers
   c.runFor(1000);
   checkAll();
   t.equal(mismatches, 0, `the fold matched persistentState() at ${checks} checks`);
-  for (const kind of ['checkpoint', 'hard', 'append', 'truncate', 'compact']) t.ok((kinds.get(kind) ?? 0) > 0, `${kind} records were folded (${kinds.get(kind) ?? 0})`);
-  t.ok((kinds.get('checkpoint') ?? 0) > three.length, 'compactions and installs checkpoint now and then, beyond the first records');
+  for (const kind of ['checkpoint', 'hard', 'append', 'truncate', 'compact'])
+    t.ok((kinds.get(kind) ?? 0) > 0, `${kind} records were folded (${kinds.get(kind) ?? 0})`);
+  t.ok(
+    (kinds.get('checkpoint') ?? 0) > three.length,
+    'compactions and installs checkpoint now and then, beyond the first records',
+  );
 });
 
 t.test('a node restarted from its durable fold keeps term, vote and log, then catches up', async (t) => {
-  const c = new DetCluster({ factory: createRaftCore, nodeIds: three, config, seed: 93, startTimeMs: 0, timings: { snapshotEveryEntries: 4 }, durableFold: raftDurableFold });
+  const c = new DetCluster({
+    factory: createRaftCore,
+    nodeIds: three,
+    config,
+    seed: 93,
+    startTimeMs: 0,
+    timings: { snapshotEveryEntries: 4 },
+    durableFold: raftDurableFold,
+  });
   for (const a of three) for (const b of three) if (a !== b) c.fabric.setLatency(a, b, 5);
   const leader = settle(c);
   for (let i = 0; i < 10; i++) t.ok(write(c, leader, `k${i}`, `v${i}`)?.ok);
@@ -1010,12 +1241,24 @@ t.test('a node restarted from its durable fold keeps term, vote and log, then ca
 
 t.test('a DetCluster with a durable fold refuses a crash whose fold misses a record', async (t) => {
   const forgetful = {
-    fold: (state: unknown, r: unknown): unknown => ((r as RaftDurableRecord).kind === 'hard' ? state : raftDurableFold.fold(state, r)),
+    fold: (state: unknown, r: unknown): unknown =>
+      (r as RaftDurableRecord).kind === 'hard' ? state : raftDurableFold.fold(state, r),
     isCheckpoint: raftDurableFold.isCheckpoint,
   };
-  const c = new DetCluster({ factory: createRaftCore, nodeIds: three, config, seed: 95, startTimeMs: 0, durableFold: forgetful });
+  const c = new DetCluster({
+    factory: createRaftCore,
+    nodeIds: three,
+    config,
+    seed: 95,
+    startTimeMs: 0,
+    durableFold: forgetful,
+  });
   c.runFor(1500);
-  t.throws(() => c.crash('n1'), /fold of its durable records differs/, 'the lost term/vote record is caught at the crash');
+  t.throws(
+    () => c.crash('n1'),
+    /fold of its durable records differs/,
+    'the lost term/vote record is caught at the crash',
+  );
 });
 
 // ------------------------------------------------------------------ membership: repeated and committed changes
@@ -1029,13 +1272,24 @@ t.test('membership changes are idempotent and observable', async (t) => {
   const paused = five.filter((id) => id !== leader && id !== victim).slice(0, 2);
   for (const p of paused) c.pause(p);
   const first = c.nextRequestId();
-  t.equal(c.control(leader, { kind: 'remove_server', node_id: victim, reqId: first }).ok, true, 'the removal is appended');
+  t.equal(
+    c.control(leader, { kind: 'remove_server', node_id: victim, reqId: first }).ok,
+    true,
+    'the removal is appended',
+  );
   c.runFor(100);
   t.equal(c.reply(first), undefined, 'and waits: two of the four new voters are paused');
   const again = c.nextRequestId();
   const repeat = c.control(leader, { kind: 'remove_server', node_id: victim, reqId: again });
-  t.same([repeat.ok, (repeat.data as { pending?: boolean }).pending], [true, true], 'a repeated removal waits on the pending entry');
-  const another = withStatus(c.control(leader, { kind: 'remove_server', node_id: other, reqId: c.nextRequestId() }), 'control');
+  t.same(
+    [repeat.ok, (repeat.data as { pending?: boolean }).pending],
+    [true, true],
+    'a repeated removal waits on the pending entry',
+  );
+  const another = withStatus(
+    c.control(leader, { kind: 'remove_server', node_id: other, reqId: c.nextRequestId() }),
+    'control',
+  );
   t.same([another.ok, another.status], [false, 409], 'a different change is refused while one is pending');
   t.match(another.error, /another membership change is in progress/);
   const eventsBefore = c.events.length;
@@ -1045,16 +1299,29 @@ t.test('membership changes are idempotent and observable', async (t) => {
   t.ok(c.reply(first)?.ok, 'and so is the first');
   const changed = c.events.slice(eventsBefore).filter((e) => e.type === 'membership_changed');
   t.ok(changed.length >= 1, 'the committing leader reports membership_changed');
-  t.same(changed[0]?.data?.['voters'], five.filter((id) => id !== victim), 'with the committed voters');
+  t.same(
+    changed[0]?.data?.['voters'],
+    five.filter((id) => id !== victim),
+    'with the committed voters',
+  );
   t.equal(changed[0]?.node_id, leader);
   // The committed configuration lacks the victim: removing it again is answered at once, ok.
   const third = c.nextRequestId();
   const r3 = c.control(leader, { kind: 'remove_server', node_id: victim, reqId: third });
   t.same([r3.ok, (r3.data as { already?: boolean }).already], [true, true], 'already removed: ok');
   const reply3 = c.reply(third);
-  t.ok(reply3?.ok && reply3.result.kind === 'entry' && reply3.result.entry.value === five.filter((id) => id !== victim).join(','), 'and answered at once with the configuration');
+  t.ok(
+    reply3?.ok &&
+      reply3.result.kind === 'entry' &&
+      reply3.result.entry.value === five.filter((id) => id !== victim).join(','),
+    'and answered at once with the configuration',
+  );
   const status = raft(c, leader).status(c.now).extra ?? {};
-  t.same([status['config_committed'], typeof status['config_index']], [true, 'number'], 'status tells whether the configuration is committed');
+  t.same(
+    [status['config_committed'], typeof status['config_index']],
+    [true, 'number'],
+    'status tells whether the configuration is committed',
+  );
 });
 
 // ------------------------------------------------------------------ the term gate and the invariants

@@ -25,16 +25,36 @@ t.test('the register checker accepts linearizable histories and refuses the othe
   });
   const cases: Array<{ name: string; history: RegisterOp[]; ok: boolean }> = [
     { name: 'a read after a completed write sees it', history: [w('a', '1', 0, 10), r('b', '1', 20, 30)], ok: true },
-    { name: 'a read after a completed write cannot see the old value', history: [w('a', '1', 0, 10), r('b', null, 20, 30)], ok: false },
-    { name: 'a read concurrent with a write may see either value', history: [w('a', '1', 0, 50), r('b', null, 10, 20), r('c', '1', 30, 40)], ok: true },
+    {
+      name: 'a read after a completed write cannot see the old value',
+      history: [w('a', '1', 0, 10), r('b', null, 20, 30)],
+      ok: false,
+    },
+    {
+      name: 'a read concurrent with a write may see either value',
+      history: [w('a', '1', 0, 50), r('b', null, 10, 20), r('c', '1', 30, 40)],
+      ok: true,
+    },
     {
       name: 'once a read saw the new value a later read cannot see the old one',
       history: [w('a', '1', 0, 100), r('b', '1', 10, 20), r('c', null, 30, 40)],
       ok: false,
     },
-    { name: 'an indeterminate write may never happen', history: [w('a', '1', 0, Infinity), r('b', null, 20, 30)], ok: true },
-    { name: 'an indeterminate write may happen late', history: [w('a', '1', 0, Infinity), r('b', null, 20, 30), r('b', '1', 40, 50)], ok: true },
-    { name: 'an indeterminate write cannot happen before it was invoked', history: [r('b', '1', 0, 10), w('a', '1', 20, Infinity)], ok: false },
+    {
+      name: 'an indeterminate write may never happen',
+      history: [w('a', '1', 0, Infinity), r('b', null, 20, 30)],
+      ok: true,
+    },
+    {
+      name: 'an indeterminate write may happen late',
+      history: [w('a', '1', 0, Infinity), r('b', null, 20, 30), r('b', '1', 40, 50)],
+      ok: true,
+    },
+    {
+      name: 'an indeterminate write cannot happen before it was invoked',
+      history: [r('b', '1', 0, 10), w('a', '1', 20, Infinity)],
+      ok: false,
+    },
     { name: 'a value nobody wrote is never read', history: [w('a', '1', 0, 10), r('b', '2', 20, 30)], ok: false },
     {
       name: 'a delete is a write of nothing',
@@ -68,7 +88,16 @@ t.test('one seed replays exactly: same trace hash, same verdicts', async (t) => 
 
 t.test(`raft keeps its safety properties and recovers, over ${seeds} seeded fault schedules`, async (t) => {
   let failed = 0;
-  const totals = { ops: 0, elections: 0, faults: 0, snapshots: 0, indeterminate: 0, configChanges: 0, nodesRemoved: 0, nodesAdded: 0 };
+  const totals = {
+    ops: 0,
+    elections: 0,
+    faults: 0,
+    snapshots: 0,
+    indeterminate: 0,
+    configChanges: 0,
+    nodesRemoved: 0,
+    nodesAdded: 0,
+  };
   for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
     const r = runRaftSwarm(seed);
     totals.ops += r.stats.ops;

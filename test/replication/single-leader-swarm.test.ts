@@ -57,14 +57,11 @@ t.test(`single_leader converges and keeps acknowledged sync/semi_sync writes, ov
   t.ok(totals.ops > seeds * 50, `clients did real work (${totals.ops} operations)`);
 });
 
-// Found by this swarm (seed 7 before node_id was left out of its convergence check). The lead decides.
+// Found by this swarm (seed 7 before node_id was left out of its convergence check): a follower
+// stamped node_id/vclock with the leader it followed when it applied an entry, not the leader that
+// wrote it. Entries now carry their writer (LogEntry.node_id, single-leader/messages.ts).
 t.test(
   'replicas of one single_leader entry carry the same node_id and vclock whichever leader they caught up from',
-  {
-    skip:
-      'core bug, reported: a follower stamps node_id/vclock with the leader it follows when it applies an entry, ' +
-      'not the leader that wrote it (single-leader.ts versionOf)',
-  },
   async (t) => {
     const c = new DetCluster({
       factory: createSingleLeaderCore,

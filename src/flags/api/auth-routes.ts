@@ -60,7 +60,7 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
       case 'invalid_credentials':
         throw new HttpError(401, 'invalid credentials');
       case 'rate_limited':
-        throw new HttpError(429, `too many login attempts ${r.scope === 'address' ? 'from this address' : 'for this account'}; retry in ${r.retryAfterSec} s`, { 'retry-after': String(r.retryAfterSec) });
+        throw new HttpError(429, 'too many login attempts ' + `${r.scope === 'address' ? 'from this address' : 'for this account'}; retry in ` + `${r.retryAfterSec} s`, { 'retry-after': String(r.retryAfterSec) });
       default:
         return unreachable(r);
     }

@@ -20,6 +20,7 @@ import {
   evaluateFlagKeysMax,
   keyCharsMax,
 } from '../limits.js';
+import { evaluateBodyDepthMax, unknownFlagWarnEveryMs, unknownFlagWarnKeysMax } from '../limits.js';
 import { jsonDepth } from '../model/validate.js';
 
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
@@ -40,8 +41,6 @@ export interface EvaluateRequest {
   flagKeys?: string[];
 }
 
-/** Nesting a well-formed evaluate body can have: {context: {attr: [scalar]}}. Deeper is refused unread. */
-const evaluateBodyDepthMax = 3;
 
 /**
  * A raw evaluate body (the SDK route reads it raw so the key is checked before the body is parsed)
@@ -89,7 +88,7 @@ export function decodeEvaluateBody(body: unknown): EvaluateRequest {
   if (jsonDepth(body, evaluateBodyDepthMax) > evaluateBodyDepthMax) {
     throw new HttpError(
       400,
-      'body: must be {"context": {...}, "flagKeys"?: [...]} whose attributes are scalars or arrays of scalars (nested too deep)',
+      'body: must be {"context": {...}, "flagKeys"?: [...]} whose attributes are scalars or ' + 'arrays of scalars (nested too deep)',
     );
   }
   if (!evaluateBody.Check(body)) {
@@ -109,8 +108,6 @@ interface FlagNotFound {
 export type EvaluationAnswer = EvalResult | FlagNotFound;
 const notFound: FlagNotFound = Object.freeze({ value: null, variation: null, reason: Object.freeze({ kind: 'ERROR' as const, errorKind: 'FLAG_NOT_FOUND' as const }) });
 
-const warnEveryMs = 60_000;
-const warnKeysMax = 1000;
 
 export class Evaluator {
   private readonly lastWarned = new Map<string, number>();
@@ -139,10 +136,10 @@ export class Evaluator {
     const id = `${env.projectKey}/${env.envKey}/${w.flagKey}/${w.code}/${w.segmentKey ?? ''}`;
     const now = this.ctx.now();
     const last = this.lastWarned.get(id);
-    if (last !== undefined && now - last < warnEveryMs) return;
+    if (last !== undefined && now - last < unknownFlagWarnEveryMs) return;
     this.lastWarned.delete(id);
     this.lastWarned.set(id, now);
-    if (this.lastWarned.size > warnKeysMax) this.lastWarned.delete(this.lastWarned.keys().next().value as string);
+    if (this.lastWarned.size > unknownFlagWarnKeysMax) this.lastWarned.delete(this.lastWarned.keys().next().value as string);
     this.ctx.logger.warn({ project: env.projectKey, environment: env.envKey, flag: w.flagKey, segment: w.segmentKey, code: w.code }, w.message);
   }
 }

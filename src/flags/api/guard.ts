@@ -15,6 +15,7 @@ import type { AuthService } from '../auth/service.js';
 import type { Principal } from '../auth/tokens.js';
 import type { EnvironmentInfo, FlagStore, WriteFailure } from '../store/types.js';
 import { unreachable } from '../../util/assert.js';
+import { sdkKeysCachedMax } from '../limits.js';
 
 /** The principal, or the HttpError (401/403) the request gets instead. */
 function check(auth: AuthService, req: HttpRequest<unknown>, need: Role): Principal | HttpError {
@@ -53,7 +54,10 @@ export function authenticated(auth: AuthService, need?: Role, opts: RouteOptions
   };
 }
 
-/** SDK routes: a request without any key is a 401 before its body is read (the key itself is checked by requireSdkKey). */
+/**
+ * SDK routes: a request without any key is a 401 before its body is read (the key itself is checked by
+ * requireSdkKey).
+ */
 export const sdkKeyPresent: RouteOptions = {
   before: (req) => (req.headers['authorization']?.trim() ? undefined : { status: 401, body: { error: 'missing token' } }),
 };
@@ -80,7 +84,7 @@ export class SdkKeys {
 
   constructor(
     private readonly store: FlagStore,
-    private readonly entriesMax = 10_000,
+    private readonly entriesMax = sdkKeysCachedMax,
   ) {}
 
   async lookup(key: string): Promise<EnvironmentInfo | undefined> {
@@ -108,7 +112,7 @@ export async function requireSdkKey(keys: SdkKeys, req: HttpRequest<unknown>): P
 /** A path key that a write will create (project, environment) must be URL-safe. */
 export function checkKey(name: string, value: string): void {
   if (!isValidKey(value)) {
-    throw new HttpError(400, `${name}: must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(value)})`);
+    throw new HttpError(400, `${name}: must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or ` + `digit (got ${JSON.stringify(value)})`);
   }
 }
 

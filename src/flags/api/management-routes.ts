@@ -1,5 +1,5 @@
 /**
- * The management API under /api/v1 (spec "Endpoints" plus DECISIONS.md's projects, environments,
+ * The management API under /api/v1 (spec "Endpoints" plus ../shared/specs/DECISIONS.md's projects, environments,
  * audit and evaluation routes). Every route needs a bearer token: GET viewer, POST/PUT editor,
  * DELETE admin (evaluation is a read, so viewer), checked by a `before` hook ahead of the body.
  * Bodies must be JSON objects and are decoded by the model's decoders (400 naming the field or
@@ -15,10 +15,7 @@ import type { Principal } from '../auth/tokens.js';
 import type { FlagsContext } from './context.js';
 import { decodeEvaluateBody, Evaluator } from './evaluation.js';
 import { authenticated, checkKey, ifMatchVersion, objectBody, requireRole, writeFailure } from './guard.js';
-import { flagsPerEnvironmentMax, segmentsPerProjectMax } from '../limits.js';
-
-export const auditLimitDefault = 100;
-export const auditLimitMax = 500;
+import { auditPageRecordsDefault, auditPageRecordsMax, flagsPerEnvironmentMax, segmentsPerProjectMax } from '../limits.js';
 
 /** Prerequisite rules that need the other flags (variation exists, no cycle), run in the write transaction. */
 const prerequisiteCheck: FlagWriteCheck = (candidate: FlagDefinition, others: readonly Flag[]): FieldError | undefined => {
@@ -51,11 +48,11 @@ function param(req: HttpRequest<unknown>, name: string): string {
   return v;
 }
 
-/** `?limit=`: default 100, above 500 means 500, anything but a positive integer is a 400. */
+/** `?limit=`: default auditPageRecordsDefault, above auditPageRecordsMax means the max, anything but a positive integer is a 400. */
 export function parseAuditLimit(raw: string | null): number {
-  if (raw === null) return auditLimitDefault;
+  if (raw === null) return auditPageRecordsDefault;
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new HttpError(400, `limit: must be a positive integer (got ${JSON.stringify(raw)})`);
-  return Math.min(Number(raw), auditLimitMax);
+  return Math.min(Number(raw), auditPageRecordsMax);
 }
 
 function versioned(status: number, doc: { version: number }, extra: Record<string, string> = {}): HttpResult {

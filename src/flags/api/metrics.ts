@@ -52,7 +52,7 @@ export function createMetrics(parts: { store: FlagStore; hub: StreamHub; replica
   mirroredCounter(registry, 'flags_sse_events_sent_total', 'SSE events written to clients (put, patch, delete)', () => hub.stats.eventsSent);
   mirroredCounter(registry, 'flags_sse_resumed_total', 'Reconnections served from the replay log (Last-Event-ID)', () => hub.stats.resumedFromLog);
   mirroredCounter(registry, 'flags_sse_puts_total', 'Full put events sent on connect', () => hub.stats.freshPuts);
-  mirroredCounter(registry, 'flags_sse_slow_clients_disconnected_total', 'Stream clients cut off as slow (queue over the buffer cap, or socket not drained within the drain timeout), during their put or later', () => hub.stats.slowDisconnects);
+  mirroredCounter(registry, 'flags_sse_slow_clients_disconnected_total', 'Stream clients cut off as slow (queue over the buffer cap, or socket not drained ' + 'within the drain timeout), during their put or later', () => hub.stats.slowDisconnects);
   mirroredCounter(registry, 'flags_sse_unservable_total', 'Flags or segments left out of an SSE put, or changes not sent, because they could not be serialised', () => hub.stats.unservable);
   mirroredCounter(registry, 'flags_sse_refused_total', 'Stream connections refused over the client cap', () => hub.stats.refusedOverCap);
   mirroredCounter(registry, 'flags_sse_replay_log_evicted_total', 'Changes that fell off the replay log cap', () => hub.stats.replayLogEvicted);

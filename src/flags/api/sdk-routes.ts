@@ -3,11 +3,14 @@
  * user token: `GET /sdk/v1/stream` (server-sent events, see ../stream/hub.ts), `POST
  * /sdk/v1/evaluate` (server-side evaluation) and `GET /sdk/v1/latest-all` (the put payload, for
  * polling clients). Thin: it resolves the key and hands over to the hub or the evaluator.
+ * The same stream is also offered to a signed-in user at `GET /api/v1/projects/{p}/environments/{e}/stream`
+ * with a bearer access token (viewer or above), for the web console: a browser's EventSource cannot
+ * send an Authorization header, so the page reads it with fetch().
  */
 import { HttpError, type HttpApp } from '../../http/index.js';
 import type { FlagsContext } from './context.js';
 import { decodeEvaluateBody, Evaluator, parseEvaluateBody } from './evaluation.js';
-import { requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
+import { requireRole, requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
 import { sseClientBufferBytesDefault } from '../limits.js';
 
 function lastEventId(raw: string | undefined): number | undefined {
@@ -21,6 +24,18 @@ export function registerSdkRoutes(app: HttpApp, ctx: FlagsContext, sseClientBuff
 
   app.stream('/sdk/v1/stream', async (req, stream) => {
     const env = await requireSdkKey(keys, req);
+    const r = await ctx.hub.connect(env, stream, lastEventId(req.headers['last-event-id']));
+    if (!r.ok && r.code === 'over_capacity') throw new HttpError(503, 'too many stream clients; retry later', { 'retry-after': '5' });
+  }, sseClientBufferBytes);
+
+  // The user's view of the same stream: a bearer token of any role (all roles may read every
+  // environment), an environment that exists (404 otherwise, so made-up names cannot grow the replica).
+  app.stream('/api/v1/projects/:projectKey/environments/:envKey/stream', async (req, stream) => {
+    await requireRole(ctx.auth, req, 'viewer');
+    const p = req.params['projectKey'] ?? '';
+    const e = req.params['envKey'] ?? '';
+    const env = (await ctx.store.listEnvironments(p)).find((x) => x.key === e);
+    if (!env) throw new HttpError(404, `environment ${JSON.stringify(e.slice(0, 128))} of project ${JSON.stringify(p.slice(0, 128))} not found`);
     const r = await ctx.hub.connect(env, stream, lastEventId(req.headers['last-event-id']));
     if (!r.ok && r.code === 'over_capacity') throw new HttpError(503, 'too many stream clients; retry later', { 'retry-after': '5' });
   }, sseClientBufferBytes);

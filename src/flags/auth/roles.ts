@@ -1,5 +1,5 @@
 /**
- * Roles and what each may do (DECISIONS.md "Feature flags" → Auth): viewer < editor < admin;
+ * Roles and what each may do (../shared/specs/DECISIONS.md "Feature flags" → Auth): viewer < editor < admin;
  * reading needs viewer, creating and replacing editor, deleting admin. Pure lookups, no I/O.
  */
 import type { Role } from '../store/types.js';

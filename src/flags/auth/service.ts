@@ -10,7 +10,7 @@ import type { Logger } from '../../util/logger.js';
 import type { FlagStore, Role, UserRecord, WriteResult } from '../store/types.js';
 import { decoyHash, hashPassword, verifyPassword } from './password.js';
 import { SlidingWindowLimiter, type RateLimitConfig } from './rate-limit.js';
-import { passwordCharsMax, passwordCharsMin } from '../limits.js';
+import { jwtSecretBytesMin, passwordCharsMax, passwordCharsMin, verifiedTokensMax } from '../limits.js';
 import { accessTokenTtlSec, newRefreshToken, refreshTokenHash, refreshTokenTtlSec, signAccessToken, verifyAccessToken, type Principal } from './tokens.js';
 
 export interface TokenPair {
@@ -50,13 +50,11 @@ export interface AuthServiceOptions {
 /** Why a password cannot be set or checked, or undefined when its length is within the limits. */
 export function passwordLengthProblem(password: string): string | undefined {
   if (password.length < passwordCharsMin || password.length > passwordCharsMax) {
-    return `password: must be ${passwordCharsMin} to ${passwordCharsMax} characters (the limits; got ${password.length})`;
+    return `password: must be ${passwordCharsMin} to ${passwordCharsMax} characters (the limits; ` + `got ${password.length})`;
   }
   return undefined;
 }
 
-/** Verified access tokens remembered (until they expire) so a busy client does not pay HMAC + JSON per request. */
-const verifiedTokensMax = 10_000;
 
 export class AuthService {
   readonly limiter: SlidingWindowLimiter;
@@ -78,7 +76,7 @@ export class AuthService {
     const fromEnv = o.env['FLAGS_JWT_SECRET'];
     let secretText: string;
     if (fromEnv !== undefined && fromEnv !== '') {
-      if (Buffer.byteLength(fromEnv) < 32) o.logger.warn('flags: FLAGS_JWT_SECRET is shorter than 32 bytes; HS256 wants at least 32');
+      if (Buffer.byteLength(fromEnv) < jwtSecretBytesMin) o.logger.warn(`flags: FLAGS_JWT_SECRET is shorter than ${jwtSecretBytesMin} bytes; HS256 wants at least 32`);
       secretText = fromEnv;
     } else {
       // Generated once and kept in the database, so tokens stay valid across restarts and instances.

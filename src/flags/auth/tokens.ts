@@ -8,9 +8,10 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { SignJWT } from 'jose';
 import type { Role } from '../store/types.js';
 import { isRole } from './roles.js';
+import { accessTokenCharsMax, accessTokenTtlSec, refreshTokenTtlSec } from '../limits.js';
 
-export const accessTokenTtlSec = 3600;
-export const refreshTokenTtlSec = 30 * 24 * 3600;
+export { accessTokenCharsMax, accessTokenTtlSec, refreshTokenTtlSec };
+
 const issuer = 'simlab-flags';
 
 export interface Principal {
@@ -30,8 +31,6 @@ export async function signAccessToken(secret: Uint8Array, p: Principal, nowMs: n
     .sign(secret);
 }
 
-/** Longest access token looked at (ours are about 300 characters); longer ones are invalid unread. */
-export const accessTokenCharsMax = 4096;
 const base64urlPart = /^[A-Za-z0-9_-]*$/;
 
 /** A base64url JSON object, or undefined (not canonical base64url, not JSON, not an object). */

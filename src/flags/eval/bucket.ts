@@ -1,5 +1,5 @@
 /**
- * Percentage-rollout bucketing, LaunchDarkly's algorithm (DECISIONS.md "Bucketing"): SHA-1 of
+ * Percentage-rollout bucketing, LaunchDarkly's algorithm (../shared/specs/DECISIONS.md "Bucketing"): SHA-1 of
  * `{flagKey}.{salt}.{value}` (salt = our flag key), or of `{seed}.{value}` when a seed is set; the
  * first 15 hex digits as an integer over 0xFFFFFFFFFFFFFFF give a bucket in [0, 1]. Pure: no state
  * beyond the hash. It does not choose the variation (evaluate.ts walks the rollout).
@@ -44,7 +44,7 @@ export function hashPrefix(flagKey: string, seed: string | undefined): string {
 /**
  * The value bucketed on, from a context attribute: strings as they are, integers in decimal;
  * anything else (missing, fractional numbers, booleans, arrays) has no bucket value and buckets
- * to 0 (DECISIONS.md: strings and integers only).
+ * to 0 (../shared/specs/DECISIONS.md: strings and integers only).
  */
 export function bucketableValue(v: unknown): string | undefined {
   if (typeof v === 'string') return v;

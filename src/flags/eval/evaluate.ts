@@ -1,6 +1,6 @@
 /**
  * The flag evaluator: a pure function of (flag, context, store of other flags and segments), in
- * exactly DECISIONS.md's order: off → prerequisites → targets → rules → rollout → default.
+ * exactly ../shared/specs/DECISIONS.md's order: off → prerequisites → targets → rules → rollout → default.
  * Flags and segments are compiled once (target sets, clause tests, rollout thresholds, frozen
  * results) and cached by object identity, so the hot path allocates next to nothing. No I/O, no
  * clock, no logging: a missing segment is reported through `opts.onWarning`, never thrown.
@@ -179,7 +179,7 @@ export function compileFlag(flag: FlagDefinition): CompiledFlag {
   const defaultOk = byKey.has(flag.defaultVariation);
   const defaultValue = defaultOk ? (byKey.get(flag.defaultVariation) as JsonValue) : null;
   const defaultKey = defaultOk ? flag.defaultVariation : null;
-  if (!defaultOk) malformed = `flag ${JSON.stringify(flag.key)} has no variation ${JSON.stringify(flag.defaultVariation)} (its defaultVariation)`;
+  if (!defaultOk) malformed = `flag ${JSON.stringify(flag.key)} has no variation ` + `${JSON.stringify(flag.defaultVariation)} (its defaultVariation)`;
   const errorResult = freezeResult(defaultValue, defaultKey, { kind: 'ERROR', errorKind: 'MALFORMED_FLAG' });
   // An outcome naming a missing variation evaluates to ERROR (validation refuses such flags).
   const result = (variation: string, reason: EvalReason): EvalResult => {
@@ -264,7 +264,7 @@ function contextKey(context: EvalContext): string | undefined {
 }
 
 /**
- * DECISIONS.md: an attribute the context lacks never matches, negated or not; an array attribute
+ * ../shared/specs/DECISIONS.md: an attribute the context lacks never matches, negated or not; an array attribute
  * matches when any element matches; `negate` inverts. Only strings, numbers, booleans and arrays
  * count as present (so inherited members such as `toString` read as missing).
  */
@@ -424,7 +424,7 @@ function evaluateCompiled(
 }
 
 /**
- * Evaluates `flag` for `context` (DECISIONS.md "Evaluation, in order"). `store` resolves
+ * Evaluates `flag` for `context` (../shared/specs/DECISIONS.md "Evaluation, in order"). `store` resolves
  * prerequisite flags (same project and environment) and segments (same project). Never throws on
  * bad data: unparsable clause values do not match, a deleted segment does not match and warns,
  * a flag naming a variation it lacks yields reason ERROR.

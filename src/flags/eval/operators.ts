@@ -1,5 +1,5 @@
 /**
- * Clause operators compiled once per clause (DECISIONS.md "Clause operators"): value sets,
+ * Clause operators compiled once per clause (../shared/specs/DECISIONS.md "Clause operators"): value sets,
  * parsed numbers, dates and versions, and regexes are prepared at compile time so matching a
  * context is a few comparisons. Each compiled operator tests one scalar attribute value against
  * all of the clause's values ("values match when any value matches"); unparsable values and bad
@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import semver from 'semver';
 import type { ClauseOp } from '../model/types.js';
 import { unreachable } from '../../util/assert.js';
+import { regexCacheEntriesMax, versionCacheEntriesMax } from '../limits.js';
 
 /** A context attribute value that operators look at (array elements are tested one by one). */
 export type Scalar = string | number | boolean;
@@ -111,12 +112,11 @@ export function parseVersion(v: Scalar): semver.SemVer | undefined {
 
 /** Attribute versions repeat (app versions), so their parses are cached, with a cap. */
 const versionCache = new Map<string, semver.SemVer | null>();
-const VERSION_CACHE_ENTRIES_MAX = 4096;
 function cachedVersion(v: Scalar): semver.SemVer | undefined {
   if (typeof v !== 'string') return parseVersion(v);
   let hit = versionCache.get(v);
   if (hit === undefined) {
-    if (versionCache.size >= VERSION_CACHE_ENTRIES_MAX) versionCache.clear();
+    if (versionCache.size >= versionCacheEntriesMax) versionCache.clear();
     hit = parseVersion(v) ?? null;
     versionCache.set(v, hit);
   }
@@ -126,7 +126,6 @@ function cachedVersion(v: Scalar): semver.SemVer | undefined {
 // ---- regexes: compiled once; an invalid pattern is remembered as such and never matches.
 
 const regexCache = new Map<string, RegExp | null>();
-const REGEX_CACHE_ENTRIES_MAX = 4096;
 /**
  * `matches` patterns come from editors and run against any caller's context, so they must not
  * backtrack catastrophically (`^(a+)+$` on "aaaa…!" would stall the whole service). V8's linear-time
@@ -150,7 +149,7 @@ function linear(): 'l' | '' {
 export function compileRegex(pattern: string): RegExp | undefined {
   let hit = regexCache.get(pattern);
   if (hit === undefined) {
-    if (regexCache.size >= REGEX_CACHE_ENTRIES_MAX) regexCache.clear();
+    if (regexCache.size >= regexCacheEntriesMax) regexCache.clear();
     const flags = linear();
     try {
       // Without the linear engine (never on Node 20 here), refuse nested quantifiers outright.

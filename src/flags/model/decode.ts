@@ -128,7 +128,7 @@ export function schemaErrorsToFieldErrors(errors: readonly TLocalizedValidationE
 function keyMismatch(body: unknown, pathKey: string, what: string): FieldError[] {
   const key = (body as { key?: unknown }).key;
   if (key === undefined || key === pathKey) return [];
-  return [{ field: 'key', message: `key: ${JSON.stringify(key)} does not match the ${what} in the path (${JSON.stringify(pathKey)}); keys cannot be renamed` }];
+  return [{ field: 'key', message: `key: ${JSON.stringify(key)} does not match the ${what} in the path ` + `(${JSON.stringify(pathKey)}); keys cannot be renamed` }];
 }
 
 function finish<T>(value: T, errors: FieldError[]): Decoded<T> {

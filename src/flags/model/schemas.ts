@@ -184,7 +184,7 @@ function normalizeRules(rules: readonly Type.Static<typeof RuleSchema>[]): Rule[
 }
 
 /**
- * Fills defaults for a schema-checked body. PUT is a full replacement (DECISIONS.md): a missing
+ * Fills defaults for a schema-checked body. PUT is a full replacement (../shared/specs/DECISIONS.md): a missing
  * optional field resets to its default (enabled false; targets, prerequisites, rules, rollout [];
  * name = key; bucketBy and seed absent), it is never kept from `existing`. `existing` (the flag at
  * the PUT path) supplies only the key. Server-owned fields in the body are dropped.
@@ -232,13 +232,13 @@ export function normalizeSegment(
   };
 }
 
-// ---- evaluation requests (DECISIONS.md "Evaluation API": `{context, flagKeys?}`)
+// ---- evaluation requests (../shared/specs/DECISIONS.md "Evaluation API": `{context, flagKeys?}`)
 
 const ContextScalarSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 
 /**
  * A context: a flat JSON object, `{key?, kind?, name?, ...custom}`, whose attribute values are
- * strings, numbers, booleans, null or arrays of those (DECISIONS.md "A context is").
+ * strings, numbers, booleans, null or arrays of those (../shared/specs/DECISIONS.md "A context is").
  */
 export const EvalContextSchema = Type.Object(
   { key: Type.Optional(Type.String()), kind: Type.Optional(Type.String()) },

@@ -9,7 +9,7 @@
 export type FlagType = 'boolean' | 'string' | 'integer' | 'json';
 export const FLAG_TYPES: readonly FlagType[] = ['boolean', 'string', 'integer', 'json'];
 
-/** Clause operators, the complete list of DECISIONS.md "Feature flags". */
+/** Clause operators, the complete list of ../shared/specs/DECISIONS.md "Feature flags". */
 export type ClauseOp =
   | 'in'
   | 'notIn'

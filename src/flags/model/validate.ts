@@ -1,5 +1,5 @@
 /**
- * Write-time validation of flag and segment definitions: every rule of DECISIONS.md "Feature
+ * Write-time validation of flag and segment definitions: every rule of ../shared/specs/DECISIONS.md "Feature
  * flags" (key format, typed variations, variation references, rollout weights, rule ids,
  * operators, prerequisites and their cycles). Each failure is a value `{field, message}`, never an
  * exception. It is not the body-shape check (schemas.ts does that) and it does no I/O: other
@@ -22,13 +22,14 @@ import { unreachable } from '../../util/assert.js';
 import {
   flagDefinitionBytesMax,
   jsonValueDepthMax,
+  keyCharsMax,
   segmentDefinitionBytesMax,
   targetContextKeysPerFlagMax,
   variationValueBytesMax,
 } from '../limits.js';
 
-/** DECISIONS.md: keys are URL-safe, `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`. */
-export const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** ../shared/specs/DECISIONS.md: keys are URL-safe, `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$` (keyCharsMax = 128). */
+export const KEY_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${keyCharsMax - 1}}$`);
 
 const OP_SET: ReadonlySet<string> = new Set<string>(CLAUSE_OPS);
 
@@ -63,7 +64,7 @@ function keyError(field: string, key: unknown): FieldError | undefined {
   if (isValidKey(key)) return undefined;
   return err(
     field,
-    `must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(key)})`,
+    `must be 1 to ${keyCharsMax} letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(key)})`,
   );
 }
 
@@ -140,7 +141,7 @@ function validateClause(field: string, c: Clause, where: 'flag' | 'segment', out
 }
 
 /**
- * Finds a prerequisite cycle through the flag being written (DECISIONS.md: cycles are refused at
+ * Finds a prerequisite cycle through the flag being written (../shared/specs/DECISIONS.md: cycles are refused at
  * write time). `prereqs` are the flag's new prerequisites; every other flag's are read through
  * `lookup` (the flags of the same project and environment; missing flags end a path). Returns the
  * cycle as keys, first and last equal to `flagKey` (e.g. ['a', 'b', 'c', 'a']), or null.
@@ -180,7 +181,7 @@ export function findPrerequisiteCycle(
 }
 
 /**
- * Every write-time rule of DECISIONS.md for one flag definition. Returns [] when valid; otherwise
+ * Every write-time rule of ../shared/specs/DECISIONS.md for one flag definition. Returns [] when valid; otherwise
  * every failure found, each naming its field.
  */
 export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = {}): FieldError[] {
@@ -211,7 +212,7 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     }
     if (typeOk && !valueMatchesType(flag.type, v.value)) {
       out.push(
-        err(`variations[${i}].value`, `must be ${TYPE_WORDS[flag.type]} for ${flag.type === 'integer' ? 'an' : 'a'} ${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`),
+        err(`variations[${i}].value`, `must be ${TYPE_WORDS[flag.type]} for ${flag.type === 'integer' ? 'an' : 'a'} ` + `${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`),
       );
     }
   });

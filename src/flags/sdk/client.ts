@@ -10,6 +10,9 @@
 import { evaluate, type EvalResult, type EvalWarning } from '../eval/evaluate.js';
 import type { EvalContext, Flag, Segment } from '../model/types.js';
 import { SseParser, type SseEvent } from './sse.js';
+import {
+  sdkBackoffMsInitialDefault, sdkBackoffMsMaxDefault, sdkBackoffMsMin, sdkInitTimeoutMsDefault, sdkReadTimeoutMsDefault,
+} from '../limits.js';
 
 export interface FlagsClientOptions {
   /** e.g. `http://localhost:8070` */
@@ -71,7 +74,7 @@ export class FlagsClient {
   }
 
   /** Resolves after the first `put` (the local copy is complete); rejects on a refused key or timeout. */
-  async waitForInitialization(timeoutMs = 10_000): Promise<void> {
+  async waitForInitialization(timeoutMs = sdkInitTimeoutMsDefault): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`flags SDK not initialised within ${timeoutMs} ms`)), timeoutMs);
@@ -124,9 +127,9 @@ export class FlagsClient {
   private async run(): Promise<void> {
     const doFetch = this.opts.fetch ?? fetch;
     const random = this.opts.random ?? Math.random;
-    const initial = this.opts.initialBackoffMs ?? 500;
-    const max = this.opts.maxBackoffMs ?? 30_000;
-    const readTimeout = this.opts.readTimeoutMs ?? 60_000;
+    const initial = this.opts.initialBackoffMs ?? sdkBackoffMsInitialDefault;
+    const max = this.opts.maxBackoffMs ?? sdkBackoffMsMaxDefault;
+    const readTimeout = this.opts.readTimeoutMs ?? sdkReadTimeoutMsDefault;
     let attempt = 0;
     while (!this.isClosed()) {
       const ac = new AbortController();
@@ -171,7 +174,7 @@ export class FlagsClient {
       const ceiling = Math.min(max, initial * 2 ** Math.min(attempt, 20));
       attempt++;
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.max(50, random() * ceiling));
+        const t = setTimeout(resolve, Math.max(sdkBackoffMsMin, random() * ceiling));
         this.wake = () => {
           clearTimeout(t);
           resolve();

@@ -25,6 +25,7 @@ import type { EvalResult } from '../eval/evaluate.js';
 import type { ContextValue, EvalContext } from '../model/types.js';
 import { unreachable } from '../../util/assert.js';
 import { FlagsClient, type FlagsClientOptions } from './client.js';
+import { sdkInitTimeoutMsDefault } from '../limits.js';
 
 /** OpenFeature context → our flat context: targetingKey becomes key, Dates ISO strings, nested objects dropped. */
 export function toEvalContext(ctx: EvaluationContext): EvalContext {
@@ -89,7 +90,7 @@ export class SimlabFlagsProvider implements Provider {
   readonly events = new OpenFeatureEventEmitter();
   readonly client: FlagsClient;
 
-  constructor(opts: FlagsClientOptions | FlagsClient, private readonly initTimeoutMs = 10_000) {
+  constructor(opts: FlagsClientOptions | FlagsClient, private readonly initTimeoutMs = sdkInitTimeoutMsDefault) {
     this.client = opts instanceof FlagsClient ? opts : new FlagsClient(opts);
     this.client.onChange((c) => {
       if (c.kind === 'flag') this.events.emit(ProviderEvents.ConfigurationChanged, { flagsChanged: [c.key] });

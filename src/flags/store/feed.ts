@@ -5,6 +5,7 @@
  * causes one more read. It does not interpret changes; the stream hub does.
  */
 import type { Change, FlagStore } from './types.js';
+import { changeFeedBatchRowsMaxDefault, changeFeedPollMsDefault } from '../limits.js';
 
 export interface ChangeFeedOptions {
   /** Start after this seq (usually store.latestSeq() at start-up). */
@@ -32,7 +33,7 @@ export class ChangeFeed {
   ) {
     this.pos = opts.from;
     this.unsubscribe = store.onCommit(() => this.wake());
-    const pollMs = opts.pollMs ?? 5000;
+    const pollMs = opts.pollMs ?? changeFeedPollMsDefault;
     if (pollMs > 0) {
       this.timer = setInterval(() => this.wake(), pollMs);
       this.timer.unref();
@@ -62,7 +63,7 @@ export class ChangeFeed {
   }
 
   private async drain(): Promise<void> {
-    const batch = this.opts.batchRowsMax ?? 500;
+    const batch = this.opts.batchRowsMax ?? changeFeedBatchRowsMaxDefault;
     try {
       for (;;) {
         this.again = false;

@@ -10,6 +10,7 @@ import type { Logger } from '../../util/logger.js';
 import { SqlFlagStore, type Row, type SqlDriver, type SqlTx } from './sql.js';
 import { defaultSdkKey } from './sqlite.js';
 import { defaultStoreLimits, type StoreLimits } from './types.js';
+import { postgresListenReconnectMs, postgresPoolConnectionsDefault } from '../limits.js';
 
 const channel = 'flags_changes';
 /** Arbitrary constants naming our advisory locks (writers; schema migration). */
@@ -38,8 +39,10 @@ CREATE TABLE IF NOT EXISTS changes (
   seq BIGSERIAL PRIMARY KEY, project_key TEXT NOT NULL, env_key TEXT, resource TEXT NOT NULL,
   op TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT);
 CREATE TABLE IF NOT EXISTS users (
-  id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, role TEXT NOT NULL, password_hash TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS refresh_tokens (token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, expires_at TEXT NOT NULL);
+  id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, role TEXT NOT NULL, password_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS refresh_tokens (
+  token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, expires_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
 
@@ -115,7 +118,7 @@ class PostgresDriver implements SqlDriver {
         () => this.emit(),
         () => this.scheduleReconnect(),
       );
-    }, 1000);
+    }, postgresListenReconnectMs);
     this.reconnectTimer.unref();
   }
 
@@ -184,7 +187,7 @@ export interface PostgresStoreOptions {
 }
 
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<SqlFlagStore> {
-  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10 });
+  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? postgresPoolConnectionsDefault });
   pool.on('error', (err) => opts.logger?.warn({ err }, 'flags: idle PostgreSQL connection failed'));
   const driver = new PostgresDriver(pool, url, opts.logger, opts.newSdkKey ?? defaultSdkKey);
   try {

@@ -161,7 +161,7 @@ export class SqlFlagStore implements FlagStore {
     return r ? toEnv(r) : undefined;
   }
 
-  /** Projects and environments come into being on first write (DECISIONS.md "Feature flags"). */
+  /** Projects and environments come into being on first write (../shared/specs/DECISIONS.md "Feature flags"). */
   private async ensureProject(tx: SqlTx, projectKey: string, at: string): Promise<void> {
     await tx.run('INSERT INTO projects (key, created_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING', [projectKey, at]);
   }
@@ -169,7 +169,7 @@ export class SqlFlagStore implements FlagStore {
   private async ensureEnv(tx: SqlTx, projectKey: string, envKey: string, at: string): Promise<EnvironmentInfo> {
     await this.ensureProject(tx, projectKey, at);
     await tx.run(
-      'INSERT INTO environments (project_key, key, sdk_key, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (project_key, key) DO NOTHING',
+      'INSERT INTO environments (project_key, key, sdk_key, created_at) VALUES (?, ?, ?, ?) ' + 'ON CONFLICT (project_key, key) DO NOTHING',
       [projectKey, envKey, this.db.newSdkKey(), at],
     );
     const r = first(await tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE project_key = ? AND key = ?', [projectKey, envKey]));
@@ -258,7 +258,8 @@ export class SqlFlagStore implements FlagStore {
   private async putFlagRow(tx: SqlTx, projectKey: string, envKey: string, key: string, version: number, deleted: boolean, doc: Flag): Promise<void> {
     await tx.run(
       `INSERT INTO flags (project_key, env_key, key, version, deleted, doc) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (project_key, env_key, key) DO UPDATE SET version = excluded.version, deleted = excluded.deleted, doc = excluded.doc`,
+       ON CONFLICT (project_key, env_key, key)
+       DO UPDATE SET version = excluded.version, deleted = excluded.deleted, doc = excluded.doc`,
       [projectKey, envKey, key, version, deleted ? 1 : 0, JSON.stringify(doc)],
     );
   }
@@ -336,7 +337,8 @@ export class SqlFlagStore implements FlagStore {
   private async putSegmentRow(tx: SqlTx, projectKey: string, key: string, version: number, deleted: boolean, doc: Segment): Promise<void> {
     await tx.run(
       `INSERT INTO segments (project_key, key, version, deleted, doc) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (project_key, key) DO UPDATE SET version = excluded.version, deleted = excluded.deleted, doc = excluded.doc`,
+       ON CONFLICT (project_key, key)
+       DO UPDATE SET version = excluded.version, deleted = excluded.deleted, doc = excluded.doc`,
       [projectKey, key, version, deleted ? 1 : 0, JSON.stringify(doc)],
     );
   }
@@ -349,13 +351,14 @@ export class SqlFlagStore implements FlagStore {
     w: { projectKey: string; envKey: string | null; resource: ResourceKind; action: AuditAction; key: string; version: number; before: Flag | Segment | null; after: Flag | Segment | null; meta: WriteMeta },
   ): Promise<void> {
     await tx.run(
-      `INSERT INTO audit (project_key, env_key, actor, action, resource, resource_key, version, before_doc, after_doc, at)
+      `INSERT INTO audit
+       (project_key, env_key, actor, action, resource, resource_key, version, before_doc, after_doc, at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [w.projectKey, w.envKey, w.meta.actor, w.action, w.resource, w.key, w.version, docOrNull(w.before), docOrNull(w.after), w.meta.at],
     );
     const op = w.action === 'delete' ? 'delete' : 'upsert';
     const rows = await tx.all(
-      'INSERT INTO changes (project_key, env_key, resource, op, key, version, doc) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq',
+      'INSERT INTO changes (project_key, env_key, resource, op, key, version, doc) VALUES ' + '(?, ?, ?, ?, ?, ?, ?) RETURNING seq',
       [w.projectKey, w.envKey, w.resource, op, w.key, w.version, docOrNull(w.after)],
     );
     const seq = num(first(rows)?.['seq']);
@@ -406,7 +409,7 @@ export class SqlFlagStore implements FlagStore {
 
   async changesSince(after: number, limit: number): Promise<Change[]> {
     const rows = await this.db.read((tx) =>
-      tx.all('SELECT seq, project_key, env_key, resource, op, key, version, doc FROM changes WHERE seq > ? ORDER BY seq LIMIT ?', [after, limit]),
+      tx.all('SELECT seq, project_key, env_key, resource, op, key, version, doc FROM changes WHERE ' + 'seq > ? ORDER BY seq LIMIT ?', [after, limit]),
     );
     return rows.map(toChange);
   }
@@ -441,7 +444,7 @@ export class SqlFlagStore implements FlagStore {
     const email = user.email.toLowerCase();
     return this.db.write(async (tx) => {
       const n = await tx.run(
-        'INSERT INTO users (id, email, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING',
+        'INSERT INTO users (id, email, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?) ' + 'ON CONFLICT (email) DO NOTHING',
         [user.id, email, user.role, user.passwordHash, user.createdAt],
       );
       if (n === 0) return { ok: false, code: 'duplicate', message: `a user with email ${JSON.stringify(email)} already exists` };

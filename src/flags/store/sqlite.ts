@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { SqlFlagStore, type Row, type SqlDriver, type SqlTx } from './sql.js';
 import { defaultStoreLimits, type StoreLimits } from './types.js';
+import { sqliteBusyTimeoutMs } from '../limits.js';
 
 const schema = `
 CREATE TABLE IF NOT EXISTS projects (key TEXT PRIMARY KEY, created_at TEXT NOT NULL);
@@ -33,8 +34,10 @@ CREATE TABLE IF NOT EXISTS changes (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, project_key TEXT NOT NULL, env_key TEXT, resource TEXT NOT NULL,
   op TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT);
 CREATE TABLE IF NOT EXISTS users (
-  id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, role TEXT NOT NULL, password_hash TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS refresh_tokens (token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, expires_at TEXT NOT NULL);
+  id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, role TEXT NOT NULL, password_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS refresh_tokens (
+  token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, expires_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
 
@@ -74,7 +77,7 @@ class SqliteDriver implements SqlDriver {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma(`busy_timeout = ${sqliteBusyTimeoutMs}`);
     this.db.exec(schema);
     const stmt = (sql: string): Database.Statement => {
       let s = this.statements.get(sql);

@@ -6,6 +6,7 @@
  * pass the write time in `WriteMeta.at`.
  */
 import type { Flag, FlagDefinition, FieldError, Segment, SegmentDefinition } from '../model/types.js';
+import { auditRecordsPerProjectMaxDefault, changeFeedRowsMax } from '../limits.js';
 
 export interface ProjectInfo {
   key: string;
@@ -23,7 +24,7 @@ export interface EnvironmentInfo {
 export type AuditAction = 'create' | 'update' | 'delete';
 export type ResourceKind = 'flag' | 'segment';
 
-/** One audit record (DECISIONS.md "Feature flags" → Audit). `environmentKey` only for flags. */
+/** One audit record (../shared/specs/DECISIONS.md "Feature flags" → Audit). `environmentKey` only for flags. */
 export interface AuditRecord {
   id: number;
   projectKey: string;
@@ -156,13 +157,13 @@ export interface FlagStore {
   close(): Promise<void>;
 }
 
-/** Retention caps (DECISIONS.md: every list that can grow has a cap; what falls off is counted). */
+/** Retention caps (../shared/specs/DECISIONS.md: every list that can grow has a cap; what falls off is counted). */
 export interface StoreLimits {
   auditRecordsPerProjectMax: number;
   changeFeedRowsMax: number;
 }
 
 export const defaultStoreLimits: StoreLimits = {
-  auditRecordsPerProjectMax: 100_000,
-  changeFeedRowsMax: 10_000,
+  auditRecordsPerProjectMax: auditRecordsPerProjectMaxDefault,
+  changeFeedRowsMax,
 };

@@ -1,5 +1,5 @@
 /**
- * The SDK streaming hub (DECISIONS.md "SDK streaming"): server-sent events per environment, in
+ * The SDK streaming hub (../shared/specs/DECISIONS.md "SDK streaming"): server-sent events per environment, in
  * LaunchDarkly's shape. On connect one `put` with every flag and segment; then `patch` and `delete`
  * per change (a segment change goes to every environment of its project). `id:` lines carry the
  * change-feed seq, so a client that reconnects with Last-Event-ID gets what it missed from a bounded
@@ -13,7 +13,10 @@
 import type { ServerStream } from '../../http/index.js';
 import type { Change, EnvironmentInfo } from '../store/types.js';
 import type { EnvState, Replica } from './replica.js';
-import { sseClientBufferBytesDefault } from '../limits.js';
+import {
+  sseClientBufferBytesDefault, sseClientsMaxDefault, sseDrainTimeoutMsDefault, sseHeartbeatMsDefault, sseReplayLogBytesMaxDefault,
+  sseReplayLogEntriesMaxDefault, sseRetryMs,
+} from '../limits.js';
 
 export interface StreamLimits {
   /** Changes kept for Last-Event-ID replay... */
@@ -30,11 +33,11 @@ export interface StreamLimits {
 }
 
 export const defaultStreamLimits: StreamLimits = {
-  replayLogEntriesMax: 4096,
-  replayLogBytesMax: 32 * 1024 * 1024,
-  clientsMax: 20_000,
-  heartbeatMs: 15_000,
-  drainTimeoutMs: 10_000,
+  replayLogEntriesMax: sseReplayLogEntriesMaxDefault,
+  replayLogBytesMax: sseReplayLogBytesMaxDefault,
+  clientsMax: sseClientsMaxDefault,
+  heartbeatMs: sseHeartbeatMsDefault,
+  drainTimeoutMs: sseDrainTimeoutMsDefault,
   replayBytesMax: sseClientBufferBytesDefault,
 };
 
@@ -79,7 +82,7 @@ export function changeFrame(c: Change): string {
 
 export const heartbeatFrame = ': heartbeat\n\n';
 const heartbeatBytes = Buffer.from(heartbeatFrame);
-const retryBytes = Buffer.from('retry: 1000\n\n');
+const retryBytes = Buffer.from(`retry: ${sseRetryMs}\n\n`);
 
 export class StreamHub {
   private readonly clients = new Map<EnvState, Set<Client>>();
@@ -166,7 +169,7 @@ export class StreamHub {
       mode = 'put';
       this.stats.freshPuts++;
       client.lastId = this.replica.positionOf(state);
-      stream.write('retry: 1000\n');
+      stream.write(`retry: ${sseRetryMs}\n`);
       stream.write(this.putFrame(state, client.lastId));
       this.stats.eventsSent++;
     }
@@ -232,7 +235,10 @@ export class StreamHub {
       }
       return out.join(',');
     };
-    return `{"path":"/","data":{"flags":{${members('flag', state.flags)}},"segments":{${members('segment', state.segments)}}}}`;
+    return (
+      `{"path":"/","data":{"flags":{${members('flag', state.flags)}},` +
+      `"segments":{${members('segment', state.segments)}}}}`
+    );
   }
 
   private remove(client: Client): void {
@@ -250,7 +256,7 @@ export class StreamHub {
       f = Buffer.from(changeFrame(c));
     } catch (err) {
       this.stats.unservable++;
-      this.onUnservable(`${c.resource} ${c.projectKey}/${c.environmentKey ?? '*'}/${c.key} version ${c.version} not sent to SSE clients`, err);
+      this.onUnservable(`${c.resource} ${c.projectKey}/${c.environmentKey ?? '*'}/${c.key} version ` + `${c.version} not sent to SSE clients`, err);
       return;
     }
     this.append({ seq: c.seq, projectKey: c.projectKey, envKey: c.environmentKey, frame: f });

@@ -7,6 +7,7 @@
 import type { NodeId, Version } from '../core.js';
 import { merkleLeaves, merkleParents } from '../dynamo/merkle.js';
 import { preferenceList } from '../dynamo/ring.js';
+import { divergedKeysListedMax } from '../limits.js';
 
 /** What one replica holds for a key, as a client would see it. */
 export type CellState = 'value' | 'tombstone' | 'absent';
@@ -39,8 +40,6 @@ export interface Comparison {
   divergedTotal: number;
 }
 
-/** Diverged keys listed in one report; the rest are counted. */
-export const divergedListMax = 1000;
 
 export function cellOf(v: Version | undefined): { state: CellState; value: string | null } {
   if (v === undefined) return { state: 'absent', value: null };
@@ -68,7 +67,7 @@ export function allKeys(replicas: readonly ReplicaStore[]): string[] {
 }
 
 /** Compares every key across the replicas that must hold it; a key two holders disagree on diverged. */
-export function compareReplicas(replicas: readonly ReplicaStore[], placement: Placement, listMax = divergedListMax): Comparison {
+export function compareReplicas(replicas: readonly ReplicaStore[], placement: Placement, listMax = divergedKeysListedMax): Comparison {
   const byNode = new Map(replicas.map((r) => [r.node, r.store]));
   const online = replicas.map((r) => r.node);
   const keys = allKeys(replicas);

@@ -31,6 +31,11 @@ import type { ControlCommand, ControlResult, NodeId } from '../core.js';
 import { compareReplicas, merkleRound, type Comparison, type DivergedKey, type Placement, type ReplicaStore } from './convergence.js';
 import { linearizabilityReport, toLincheckHistory, type LinearizabilityReport } from './linearizability.js';
 import { addNodePlan, quorumOverlap, type Quorum } from './quorum.js';
+import {
+  addNodeDrainMarginMs, addNodeStreamWaitMsMax, antiEntropyExchangeEveryPolls, antiEntropyWaitMsDefault, antiEntropyWaitMsMax,
+  checkerNodeCallDeadlineMs, corruptValueCharsMax, keyCharsMax, lincheckTimeoutMsDefault, lincheckTimeoutMsMax, nodeCountMax,
+  replicaComparePollMs,
+} from '../limits.js';
 
 export interface CheckerContext {
   app: HttpApp;
@@ -41,29 +46,9 @@ export interface CheckerContext {
   checkNodeRoom?: (more: number) => void;
 }
 
-/** Limits of the checker routes, with their units (STYLE.md). */
-export const checkerLimits = {
-  /** A node that does not answer a store or control call within this is left out (and named). */
-  nodeCallTimeoutMs: 5_000,
-  /** Linearizability search budget: default, and the most `timeout_ms` may ask for. */
-  lincheckTimeoutMsDefault: 5_000,
-  lincheckTimeoutMsMax: 60_000,
-  /** How long an anti-entropy round waits for the replicas to agree: default and most `wait_ms`. */
-  antiEntropyWaitMsDefault: 3_000,
-  antiEntropyWaitMsMax: 30_000,
-  /** Replicas are re-compared this often while waiting; exchanges are restarted every few polls. */
-  pollMs: 100,
-  exchangeEveryPolls: 3,
-  /** Add-node: streaming to the new replica waits at most this long before narrowing anyway. */
-  streamWaitMs: 5_000,
-  /** Add-node: extra wait on top of the request timeout for in-flight requests to finish. */
-  drainMarginMs: 100,
-  nodesMax: 64,
-} as const;
-
 const CorruptRequest = Type.Object({
-  key: Type.String({ minLength: 1, maxLength: 1024 }),
-  value: Type.String({ maxLength: 64 * 1024 }),
+  key: Type.String({ minLength: 1, maxLength: keyCharsMax }),
+  value: Type.String({ maxLength: corruptValueCharsMax }),
   /** HLC timestamp (Unix ns) of the bad copy; default: just older than the copy it replaces. */
   timestamp: Type.Optional(Type.Integer({ minimum: 0 })),
 });
@@ -112,9 +97,9 @@ async function snapshot(c: Cluster): Promise<Snapshot> {
       skipped.push(`${n.id} (${n.state})`);
       return undefined;
     }
-    const store = await withinMs(n.remote.store(), checkerLimits.nodeCallTimeoutMs);
+    const store = await withinMs(n.remote.store(), checkerNodeCallDeadlineMs);
     if (store === undefined) {
-      skipped.push(`${n.id} (no answer within ${checkerLimits.nodeCallTimeoutMs} ms)`);
+      skipped.push(`${n.id} (no answer within ${checkerNodeCallDeadlineMs} ms)`);
       return undefined;
     }
     return { node: n.id, store };
@@ -171,7 +156,7 @@ async function controlAll(c: Cluster, cmd: ControlCommand, only: 'online' | 'liv
   const failed: string[] = [];
   await Promise.all([...c.nodes.values()].map(async (n) => {
     if (n.state === 'offline' || n.state === 'crashed' || (only === 'online' && n.state !== 'online')) return;
-    const r: ControlResult | undefined = await withinMs(n.remote.control(cmd), checkerLimits.nodeCallTimeoutMs);
+    const r: ControlResult | undefined = await withinMs(n.remote.control(cmd), checkerNodeCallDeadlineMs);
     if (!r?.ok) failed.push(`${n.id}: ${r?.error ?? 'no answer'}`);
   }));
   c.kick();
@@ -220,13 +205,13 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
 
   app.get('/api/v1/clusters/:id/linearizable', async (req) => {
     const c = getCluster(req);
-    const timeoutMs = intParam(req, 'timeout_ms', checkerLimits.lincheckTimeoutMsDefault, 1, checkerLimits.lincheckTimeoutMsMax);
+    const timeoutMs = intParam(req, 'timeout_ms', lincheckTimeoutMsDefault, 1, lincheckTimeoutMsMax);
     return { status: 200, body: await linearizabilityOf(c, timeoutMs) };
   });
 
   app.get('/api/v1/clusters/:id/invariants', async (req) => {
     const c = getCluster(req);
-    const timeoutMs = intParam(req, 'timeout_ms', checkerLimits.lincheckTimeoutMsDefault, 1, checkerLimits.lincheckTimeoutMsMax);
+    const timeoutMs = intParam(req, 'timeout_ms', lincheckTimeoutMsDefault, 1, lincheckTimeoutMsMax);
     const [conv, lin] = await Promise.all([convergenceOf(c), linearizabilityOf(c, timeoutMs)]);
     const quorum = quorumOverlap(c.config, c.nodes.size);
     const violations: string[] = [];
@@ -271,7 +256,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
 
   app.post('/api/v1/clusters/:id/anti-entropy', async (req) => {
     const c = getCluster(req);
-    const waitMs = intParam(req, 'wait_ms', checkerLimits.antiEntropyWaitMsDefault, 0, checkerLimits.antiEntropyWaitMsMax);
+    const waitMs = intParam(req, 'wait_ms', antiEntropyWaitMsDefault, 0, antiEntropyWaitMsMax);
     return exclusive(c, 'anti-entropy', async () => {
       const started = performance.now();
       const placement = placementOf(c);
@@ -286,12 +271,12 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       let polls = 0;
       const deadline = performance.now() + waitMs;
       while (!after.converged && performance.now() < deadline) {
-        if (exchange && polls % checkerLimits.exchangeEveryPolls === 0) {
+        if (exchange && polls % antiEntropyExchangeEveryPolls === 0) {
           rounds++;
           await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
         } else c.kick();
         polls++;
-        await sleep(Math.min(checkerLimits.pollMs, Math.max(0, deadline - performance.now())));
+        await sleep(Math.min(replicaComparePollMs, Math.max(0, deadline - performance.now())));
         stillThere(c);
         after = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
       }
@@ -329,14 +314,14 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     if (c.config.strategy !== 'leaderless') {
       throw new HttpError(400, `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} (use POST /api/v1/clusters/${c.id}/nodes)`);
     }
-    if (c.nodes.size >= checkerLimits.nodesMax) throw new HttpError(409, `a cluster has at most ${checkerLimits.nodesMax} nodes`);
+    if (c.nodes.size >= nodeCountMax) throw new HttpError(409, `a cluster has at most ${nodeCountMax} nodes`);
     ctx.checkNodeRoom?.(1);
     return exclusive(c, 'add-node', async () => {
       const started = performance.now();
       const old: Quorum = [c.config.quorum_n, c.config.quorum_w, c.config.quorum_r];
       const membersBefore = c.nodes.size;
       const plan = addNodePlan(old, membersBefore);
-      const drainMs = c.timings.requestTimeoutMs + checkerLimits.drainMarginMs;
+      const drainMs = c.timings.requestTimeoutMs + addNodeDrainMarginMs;
       const phases: string[] = [];
 
       // Phase 1: widen on the old ring. Each old quorum meets each widened one.
@@ -362,16 +347,16 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
 
       // Phase 3: stream until the new replica sets agree (anti-entropy on top of the key transfers).
       const placement = placementOf(c);
-      const streamDeadline = performance.now() + checkerLimits.streamWaitMs;
+      const streamDeadline = performance.now() + addNodeStreamWaitMsMax;
       let rounds = 0;
       let cmp: Comparison | undefined;
       let pending = 0;
       for (;;) {
         rounds++;
         await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
-        await sleep(checkerLimits.pollMs * 2);
+        await sleep(replicaComparePollMs * 2);
         stillThere(c);
-        const statuses = await withinMs(c.statuses(), checkerLimits.nodeCallTimeoutMs);
+        const statuses = await withinMs(c.statuses(), checkerNodeCallDeadlineMs);
         pending = 0;
         for (const s of statuses?.values() ?? []) {
           const p = s.extra?.['pending_transfers'];
@@ -380,12 +365,12 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         cmp = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
         if ((cmp.converged && pending === 0) || performance.now() > streamDeadline) break;
       }
-      const newStore = (await withinMs(added.remote.store(), checkerLimits.nodeCallTimeoutMs)) ?? {};
+      const newStore = (await withinMs(added.remote.store(), checkerNodeCallDeadlineMs)) ?? {};
       const reconciled = Object.keys(newStore).length;
       const streamedOk = cmp?.converged === true && pending === 0;
       phases.push(streamedOk
         ? `stream: ${added.id} holds its ${reconciled} keys and every key's ${plan.joint[0]} replicas agree (${rounds} anti-entropy round(s))`
-        : `stream: not finished within ${checkerLimits.streamWaitMs} ms (${pending} key transfers pending, ${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and anti-entropy continues in the background`);
+        : `stream: not finished within ${addNodeStreamWaitMsMax} ms (${pending} key transfers pending, ${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and anti-entropy continues in the background`);
 
       // Phase 4: narrow to the new quorum.
       await setQuorum(c, plan.final);
@@ -419,7 +404,7 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     const b = req.body as CorruptRequest;
     const args: Record<string, unknown> = { key: b.key, value: b.value };
     if (b.timestamp !== undefined) args['timestamp'] = b.timestamp;
-    const r = await withinMs(node.remote.control({ kind: 'custom', name: 'corrupt', args }), checkerLimits.nodeCallTimeoutMs);
+    const r = await withinMs(node.remote.control({ kind: 'custom', name: 'corrupt', args }), checkerNodeCallDeadlineMs);
     if (!r) throw new HttpError(409, `node ${nodeId} did not answer`);
     if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
     const entry = (r.data as { entry?: Parameters<typeof toKVEntry>[0] } | undefined)?.entry;

@@ -26,10 +26,14 @@
  * node accepted but had not yet pushed reach the others through anti-entropy after a restart.
  * A local write that would take the stored bytes past the node's budget is refused (storage_full,
  * 507); versions from peers are always applied (refusing them would keep replicas apart).
+ *
+ * Every change of a key's state goes through setKey, which asserts it (multi-leader/key-state.ts:
+ * the resolver's shape, and a key never goes back to an older clock); checkInvariants() runs after
+ * every input. The wire is in multi-leader/messages.ts, the per-key rules in multi-leader/key-state.ts,
+ * the durable records and their fold in multi-leader/durable.ts, the limits in ../limits.ts.
  */
 import {
   emptyOutput,
-  type DurableFold,
   type ClientReply,
   type ClientRequest,
   type ConflictResolver,
@@ -46,73 +50,36 @@ import {
   type Version,
 } from '../core.js';
 import { HybridClock } from '../hlc.js';
-import { durableCheckpointMinBytes, storedEntryOverheadBytes } from '../limits.js';
-import { unreachable } from '../../util/assert.js';
+import {
+  durableCheckpointMinBytes,
+  multiLeaderAntiEntropyIntervalMs,
+  multiLeaderAuditRecordsMax,
+  multiLeaderFlushDelayMs,
+  multiLeaderSiblingKeysShownMax,
+  storedEntryOverheadBytes,
+} from '../limits.js';
+import { invariant, unreachable } from '../../util/assert.js';
 import { aeAnswer, aePlan, aeRoot, type AeRoot } from '../dynamo/anti-entropy.js';
 import { applyCrdtOp, encodeCrdt, mergeCrdt, parseCrdt, type CrdtState } from '../dynamo/crdt.js';
 import { hashText } from '../dynamo/merkle.js';
-import { versionOfTuple, versionTuple, type VersionTuple } from './durable-version.js';
-import { clockKey, clockSum, compareClocks, descends, incrementClock, mergeClocks, type VClock } from '../dynamo/vclock.js';
+import { clockKey, clockSum, compareClocks, descends, incrementClock } from '../dynamo/vclock.js';
+import { isObject, lwwCompare, observeStrict, versionDigest } from '../dynamo/version.js';
+import { checkpointRecord, keyRecord, type MultiLeaderPersisted } from './multi-leader/durable.js';
 import {
-  isNumberArray,
-  isObject,
-  isPairArray,
-  isStringArray,
-  isVersionArray,
-  lwwCompare,
-  observeStrict,
-  versionDigest,
-} from '../dynamo/version.js';
+  brief,
+  checkKeyStateChange,
+  crdtMerge,
+  joinClocks,
+  keyStateBytes,
+  knownVersions,
+  lwwMerge,
+  winnerOf,
+  type KeyState,
+  type VersionBrief,
+} from './multi-leader/key-state.js';
+import { decodeMessage, type MultiLeaderMessage } from './multi-leader/messages.js';
 
-/** Limits and periods of this core, with their units (STYLE.md). */
-export const multiLeaderLimits = {
-  /** Local writes are batched for this long before one replication message per peer. */
-  flushDelayMs: 5,
-  /** One anti-entropy exchange with the next peer (round robin) this often. */
-  antiEntropyIntervalMs: 500,
-  /** logView keeps this many recent entries; older ones are counted in log_dropped. */
-  logEntriesMax: 1000,
-  /** status().extra lists the siblings of at most this many keys. */
-  siblingKeysShownMax: 20,
-} as const;
-
-// ---------------------------------------------------------------- wire messages
-
-type MlMsg =
-  | { t: 'rep'; vs: Version[] }
-  | { t: 'ae_root'; root: string; leaves: string[] }
-  | { t: 'ae_keys'; buckets: number[]; entries: Array<[string, string]>; truncated: boolean }
-  | { t: 'ae_push'; vs: Version[] }
-  | { t: 'ae_pull'; keys: string[] };
-
-/** Decodes a peer message; null for anything malformed (counted, never thrown). */
-function decodeMsg(x: unknown): MlMsg | null {
-  if (!isObject(x)) return null;
-  switch (x.t) {
-    case 'rep':
-    case 'ae_push':
-      return isVersionArray(x.vs) ? { t: x.t, vs: x.vs } : null;
-    case 'ae_root':
-      return typeof x.root === 'string' && isStringArray(x.leaves) ? { t: 'ae_root', root: x.root, leaves: x.leaves } : null;
-    case 'ae_keys':
-      return isNumberArray(x.buckets) && isPairArray(x.entries) && typeof x.truncated === 'boolean'
-        ? { t: 'ae_keys', buckets: x.buckets, entries: x.entries, truncated: x.truncated }
-        : null;
-    case 'ae_pull':
-      return isStringArray(x.keys) ? { t: 'ae_pull', keys: x.keys } : null;
-    default:
-      return null;
-  }
-}
-
-// ---------------------------------------------------------------- per-key state
-
-interface KeyState {
-  /** Mutually concurrent versions (one, except vector_clock siblings). */
-  versions: Version[];
-  /** manual: the remote side of a pending conflict. */
-  parked: Version | null;
-}
+export { multiLeaderDurableFold } from './multi-leader/durable.js';
 
 export interface PendingConflict {
   node_id: NodeId;
@@ -121,11 +88,16 @@ export interface PendingConflict {
   remote_value: string;
 }
 
-type LogKind = 'write' | 'delete' | 'apply' | 'conflict' | 'merge' | 'sibling' | 'park' | 'resolve';
+/** What happened to a key, as GET .../log lists it. */
+type AuditKind = 'write' | 'delete' | 'apply' | 'conflict' | 'merge' | 'sibling' | 'park' | 'resolve';
 
-interface LogEntry {
+/**
+ * One record of the node's audit log (logView): not a replicated log entry (multi-leader has no
+ * log order) but a history of what this node did to its keys, newest last, capped.
+ */
+interface AuditRecord {
   index: number;
-  kind: LogKind;
+  kind: AuditKind;
   key: string;
   node_id: NodeId;
   timestamp: number;
@@ -133,80 +105,7 @@ interface LogEntry {
   tombstone: boolean;
   value: string;
   from?: NodeId;
-  siblings?: Array<{ node_id: NodeId; value: string; vclock: Record<NodeId, number> }>;
-}
-
-// ---------------------------------------------------------------- durable records
-
-/**
- * A key's whole state (its parked remote or null, then its versions, as flat tuples), or a
- * checkpoint of every key.
- */
-type MlRecord = ['k', string, VersionTuple | null, ...VersionTuple[]] | ['c', Array<[string, Version[], Version | null]>];
-
-function isMlRecord(r: unknown): r is MlRecord {
-  return Array.isArray(r) && (r[0] === 'k' || r[0] === 'c');
-}
-
-/** What a restarted node starts from (CoreOptions.persisted): every key's state. */
-type MlPersisted = Map<string, KeyState>;
-
-export const multiLeaderDurableFold: DurableFold = {
-  fold(state, record) {
-    if (!isMlRecord(record)) return state;
-    if (record[0] === 'c') return new Map(record[1].map(([key, versions, parked]) => [key, { versions, parked }]));
-    const st: MlPersisted = state instanceof Map ? (state as MlPersisted) : new Map();
-    const [, key, parked, ...versions] = record;
-    st.set(key, { versions: versions.map(versionOfTuple), parked: parked === null ? null : versionOfTuple(parked) });
-    return st;
-  },
-  isCheckpoint: (record) => isMlRecord(record) && record[0] === 'c',
-};
-
-function keyStateBytes(key: string, ks: KeyState): number {
-  let b = 0;
-  for (const v of ks.versions) b += key.length + v.value.length + storedEntryOverheadBytes;
-  if (ks.parked) b += key.length + ks.parked.value.length + storedEntryOverheadBytes;
-  return b;
-}
-
-function winnerOf(ks: KeyState): Version {
-  let best = ks.versions[0] as Version;
-  for (const v of ks.versions) if (lwwCompare(v, best) > 0) best = v;
-  return best;
-}
-
-function knownVersions(ks: KeyState): Version[] {
-  return ks.parked ? [...ks.versions, ks.parked] : ks.versions;
-}
-
-function joinClocks(vs: readonly Version[]): Record<NodeId, number> {
-  let c: VClock = {};
-  for (const v of vs) c = mergeClocks(c, v.vclock);
-  return mergeClocks(c, {});
-}
-
-/** The LWW merge of two concurrent versions: the winner's content under the join of both clocks. */
-function lwwMerge(a: Version, b: Version): Version {
-  const w = lwwCompare(a, b) >= 0 ? a : b;
-  const vclock = mergeClocks(a.vclock, b.vclock);
-  return { ...w, vclock, version: clockSum(vclock) };
-}
-
-/** The crdt merge: tagged states of one kind are joined; otherwise LWW. Deterministic in (a, b). */
-function crdtMerge(a: Version, b: Version): { merged: Version; joined: boolean } {
-  const base = lwwMerge(a, b);
-  if (a.tombstone || b.tombstone) return { merged: base, joined: false };
-  const pa = parseCrdt(a.value);
-  const pb = parseCrdt(b.value);
-  if (pa?.kind !== 'state' || pb?.kind !== 'state') return { merged: base, joined: false };
-  const joined = mergeCrdt(pa.state, pb.state);
-  if (!joined) return { merged: base, joined: false };
-  return { merged: { ...base, value: encodeCrdt(joined) }, joined: true };
-}
-
-function brief(v: Version): { node_id: NodeId; value: string; vclock: Record<NodeId, number> } {
-  return { node_id: v.node_id, value: v.tombstone ? '' : v.value, vclock: { ...v.vclock } };
+  siblings?: VersionBrief[];
 }
 
 // ---------------------------------------------------------------- the core
@@ -223,10 +122,10 @@ class MultiLeaderCore implements NodeCore {
   private readonly dirty = new Set<string>();
   private flushAt = Infinity;
   private nextAntiEntropyAt: number;
-  private aeCursor = 0;
+  private antiEntropyCursor = 0;
   private readonly out: CoreOutput = emptyOutput();
-  private readonly log: LogEntry[] = [];
-  private logIndex = 0;
+  private readonly auditLog: AuditRecord[] = [];
+  private auditIndex = 0;
   /** Budget on storedBytes (Infinity when none); bytes of durable records since the last checkpoint. */
   private readonly storedBytesMax: number;
   private storedBytes = 0;
@@ -238,8 +137,8 @@ class MultiLeaderCore implements NodeCore {
     applied: 0,
     conflicts: 0,
     resolved: 0,
-    ae_rounds: 0,
-    ae_versions_sent: 0,
+    anti_entropy_rounds: 0,
+    anti_entropy_versions_sent: 0,
     replicated_versions_sent: 0,
     bad_messages: 0,
     log_dropped: 0,
@@ -251,14 +150,14 @@ class MultiLeaderCore implements NodeCore {
     this.resolver = opts.config.conflict_resolver;
     this.timings = opts.timings;
     // Stagger anti-entropy across nodes so rounds do not all fire at the same instant.
-    this.nextAntiEntropyAt = opts.now + opts.rng.range(1, multiLeaderLimits.antiEntropyIntervalMs);
+    this.nextAntiEntropyAt = opts.now + opts.rng.range(1, multiLeaderAntiEntropyIntervalMs);
     this.storedBytesMax = opts.storedBytesMax ?? Infinity;
     if (opts.persisted instanceof Map) {
       // A restarted node: its keys as they were; its clock past every timestamp it stored.
-      for (const [key, ks] of opts.persisted as MlPersisted) {
-        this.keys.set(key, ks);
-        this.storedBytes += keyStateBytes(key, ks);
-        for (const v of knownVersions(ks)) this.clock.observe(v.timestamp, opts.now);
+      for (const [key, keyState] of opts.persisted as MultiLeaderPersisted) {
+        this.keys.set(key, keyState);
+        this.storedBytes += keyStateBytes(key, keyState);
+        for (const v of knownVersions(keyState)) this.clock.observe(v.timestamp, opts.now);
       }
       // Anti-entropy at once: what it wrote but never pushed, and what it missed while down.
       this.nextAntiEntropyAt = opts.now;
@@ -266,20 +165,50 @@ class MultiLeaderCore implements NodeCore {
   }
 
   /** A local write of `value` to `key` would pass the budget: the 507 reply, else null. */
-  private refuseIfFull(reqId: number, key: string, value: string): ClientReply | null {
-    const ks = this.keys.get(key);
-    const after = this.storedBytes - (ks ? keyStateBytes(key, ks) : 0) + key.length + value.length + storedEntryOverheadBytes;
+  private refuseIfFull(requestId: number, key: string, value: string): ClientReply | null {
+    const keyState = this.keys.get(key);
+    const after =
+      this.storedBytes -
+      (keyState ? keyStateBytes(key, keyState) : 0) +
+      key.length +
+      value.length +
+      storedEntryOverheadBytes;
     if (after <= this.storedBytes || after <= this.storedBytesMax) return null;
     this.stats.refused_storage_full++;
     return {
-      id: reqId, ok: false, code: 'storage_full',
-      error: `node ${this.id} would store ${after} bytes, past its budget of ${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
+      id: requestId,
+      ok: false,
+      code: 'storage_full',
+      error:
+        `node ${this.id} would store ${after} bytes, past its budget of ${this.storedBytesMax} bytes ` +
+        '(REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget',
     };
   }
 
   // ------------------------------------------------------------ NodeCore
 
   onClient(req: ClientRequest, now: number): void {
+    this.stepClient(req, now);
+    this.checkInvariants();
+  }
+
+  onMessage(from: NodeId, raw: unknown, now: number): void {
+    this.stepMessage(from, raw, now);
+    this.checkInvariants();
+  }
+
+  onTick(now: number): void {
+    this.stepTick(now);
+    this.checkInvariants();
+  }
+
+  control(cmd: ControlCommand, now: number): ControlResult {
+    const result = this.stepControl(cmd, now);
+    this.checkInvariants();
+    return result;
+  }
+
+  private stepClient(req: ClientRequest, now: number): void {
     const op = req.op;
     switch (op.op) {
       case 'write': {
@@ -288,16 +217,24 @@ class MultiLeaderCore implements NodeCore {
           this.reply(full);
           return;
         }
-        this.reply({ id: req.id, ok: true, result: { kind: 'entry', entry: this.localWrite(op.key, op.value, false, now), node_id: this.id } });
+        this.reply({
+          id: req.id,
+          ok: true,
+          result: { kind: 'entry', entry: this.localWrite(op.key, op.value, false, now), node_id: this.id },
+        });
         return;
       }
       case 'delete':
-        this.reply({ id: req.id, ok: true, result: { kind: 'entry', entry: this.localWrite(op.key, '', true, now), node_id: this.id } });
+        this.reply({
+          id: req.id,
+          ok: true,
+          result: { kind: 'entry', entry: this.localWrite(op.key, '', true, now), node_id: this.id },
+        });
         return;
       case 'read': {
         this.stats.reads++;
-        const ks = this.keys.get(op.key);
-        const w = ks ? winnerOf(ks) : undefined;
+        const keyState = this.keys.get(op.key);
+        const w = keyState ? winnerOf(keyState) : undefined;
         if (!w || w.tombstone) {
           this.reply({ id: req.id, ok: false, code: 'not_found', error: 'key not found' });
         } else {
@@ -322,29 +259,29 @@ class MultiLeaderCore implements NodeCore {
     }
   }
 
-  onMessage(from: NodeId, raw: unknown, now: number): void {
-    const msg = decodeMsg(raw);
+  private stepMessage(from: NodeId, raw: unknown, now: number): void {
+    const msg = decodeMessage(raw);
     if (!msg) {
       this.stats.bad_messages++;
       return;
     }
-    switch (msg.t) {
-      case 'rep':
-      case 'ae_push':
-        for (const v of msg.vs) this.receive(v, from, now);
+    switch (msg.kind) {
+      case 'replicate':
+      case 'anti_entropy_push':
+        for (const v of msg.versions) this.receive(v, from, now);
         return;
-      case 'ae_root': {
+      case 'anti_entropy_root': {
         const answer = aeAnswer(this.allDigests(), msg, this.timings.maxEntriesPerMessage);
-        if (answer) this.send(from, { t: 'ae_keys', ...answer });
+        if (answer) this.send(from, { kind: 'anti_entropy_keys', ...answer });
         return;
       }
-      case 'ae_keys': {
+      case 'anti_entropy_keys': {
         const plan = aePlan(this.allDigests(), msg, this.timings.maxEntriesPerMessage);
         if (plan.push.length > 0) this.pushKeys(from, plan.push);
-        if (plan.pull.length > 0) this.send(from, { t: 'ae_pull', keys: plan.pull });
+        if (plan.pull.length > 0) this.send(from, { kind: 'anti_entropy_pull', keys: plan.pull });
         return;
       }
-      case 'ae_pull':
+      case 'anti_entropy_pull':
         this.pushKeys(from, msg.keys.slice(0, this.timings.maxEntriesPerMessage));
         return;
       default:
@@ -352,12 +289,12 @@ class MultiLeaderCore implements NodeCore {
     }
   }
 
-  onTick(now: number): void {
+  private stepTick(now: number): void {
     if (now >= this.flushAt) this.flush();
     if (now >= this.nextAntiEntropyAt) {
-      this.nextAntiEntropyAt = now + multiLeaderLimits.antiEntropyIntervalMs;
+      this.nextAntiEntropyAt = now + multiLeaderAntiEntropyIntervalMs;
       const peers = this.others();
-      if (peers.length > 0) this.startAntiEntropy(peers[this.aeCursor++ % peers.length] as NodeId);
+      if (peers.length > 0) this.startAntiEntropy(peers[this.antiEntropyCursor++ % peers.length] as NodeId);
     }
   }
 
@@ -381,14 +318,14 @@ class MultiLeaderCore implements NodeCore {
     this.out.events.length = 0;
   }
 
-  control(cmd: ControlCommand, now: number): ControlResult {
+  private stepControl(cmd: ControlCommand, now: number): ControlResult {
     switch (cmd.kind) {
       case 'clock_skew':
         this.clock.skewMs = cmd.ms;
         return { ok: true, data: { skew_ms: cmd.ms } };
       case 'peers':
         this.members = [...cmd.peers];
-        this.aeCursor = 0;
+        this.antiEntropyCursor = 0;
         return { ok: true };
       case 'replication_mode':
         return { ok: false, code: 'unsupported', error: 'replication_mode applies to single_leader clusters only' };
@@ -407,11 +344,11 @@ class MultiLeaderCore implements NodeCore {
     const siblings: Record<string, Array<ReturnType<typeof brief>>> = {};
     let siblingKeys = 0;
     let pending = 0;
-    for (const [key, ks] of this.keys) {
-      if (ks.parked) pending++;
-      if (ks.versions.length > 1) {
+    for (const [key, keyState] of this.keys) {
+      if (keyState.parked) pending++;
+      if (keyState.versions.length > 1) {
         siblingKeys++;
-        if (siblingKeys <= multiLeaderLimits.siblingKeysShownMax) siblings[key] = ks.versions.map(brief);
+        if (siblingKeys <= multiLeaderSiblingKeysShownMax) siblings[key] = keyState.versions.map(brief);
       }
     }
     return {
@@ -430,8 +367,8 @@ class MultiLeaderCore implements NodeCore {
         keys: this.keys.size,
         writes: this.stats.writes,
         reads: this.stats.reads,
-        anti_entropy_rounds: this.stats.ae_rounds,
-        anti_entropy_versions_sent: this.stats.ae_versions_sent,
+        anti_entropy_rounds: this.stats.anti_entropy_rounds,
+        anti_entropy_versions_sent: this.stats.anti_entropy_versions_sent,
         replicated_versions_sent: this.stats.replicated_versions_sent,
         bad_messages: this.stats.bad_messages,
         log_dropped: this.stats.log_dropped,
@@ -444,7 +381,7 @@ class MultiLeaderCore implements NodeCore {
   }
 
   logView(): unknown[] {
-    return this.log.map((e) => ({ ...e }));
+    return this.auditLog.map((e) => ({ ...e }));
   }
 
   storeView(): Record<string, Version> {
@@ -457,25 +394,33 @@ class MultiLeaderCore implements NodeCore {
 
   private localWrite(key: string, value: string, tombstone: boolean, now: number): Version {
     this.stats.writes++;
-    const ks = this.keys.get(key);
+    const keyState = this.keys.get(key);
     // A local write has seen every version this node knows of the key: its clock dominates them all.
-    const vclock = incrementClock(ks ? joinClocks(knownVersions(ks)) : {}, this.id);
+    const vclock = incrementClock(keyState ? joinClocks(knownVersions(keyState)) : {}, this.id);
     const timestamp = this.clock.tick(now);
     let stored = value;
-    if (this.resolver === 'crdt' && !tombstone) stored = this.crdtWriteValue(ks, value, timestamp);
-    const v: Version = { key, value: stored, tombstone, timestamp, node_id: this.id, version: clockSum(vclock), vclock };
-    if (ks?.parked) this.emit('conflict_resolved', { key, choice: 'superseded' });
+    if (this.resolver === 'crdt' && !tombstone) stored = this.crdtWriteValue(keyState, value, timestamp);
+    const v: Version = {
+      key,
+      value: stored,
+      tombstone,
+      timestamp,
+      node_id: this.id,
+      version: clockSum(vclock),
+      vclock,
+    };
+    if (keyState?.parked) this.emit('conflict_resolved', { key, choice: 'superseded' });
     this.setKey(key, { versions: [v], parked: null });
-    this.appendLog(tombstone ? 'delete' : 'write', v);
+    this.audit(tombstone ? 'delete' : 'write', v);
     this.markDirty(key, now);
     return v;
   }
 
   /** crdt resolver: an op is applied to the local state, a state is joined with it, others stay raw. */
-  private crdtWriteValue(ks: KeyState | undefined, value: string, timestamp: number): string {
+  private crdtWriteValue(keyState: KeyState | undefined, value: string, timestamp: number): string {
     const parsed = parseCrdt(value);
     if (!parsed) return value;
-    const w = ks ? winnerOf(ks) : undefined;
+    const w = keyState ? winnerOf(keyState) : undefined;
     const cur = w && !w.tombstone ? parseCrdt(w.value) : null;
     const curState: CrdtState | null = cur?.kind === 'state' ? cur.state : null;
     if (parsed.kind === 'op') return encodeCrdt(applyCrdtOp(curState, parsed.op, this.id, timestamp));
@@ -486,65 +431,66 @@ class MultiLeaderCore implements NodeCore {
   /** The receive rule (file header): ignore dominated, apply dominating, resolve concurrent. */
   private receive(v: Version, from: NodeId, now: number): void {
     observeStrict(this.clock, v.timestamp, now);
-    const ks = this.keys.get(v.key);
-    if (!ks) {
+    const keyState = this.keys.get(v.key);
+    if (!keyState) {
       this.setKey(v.key, { versions: [v], parked: null });
-      this.appendLog('apply', v, from);
+      this.audit('apply', v, from);
       return;
     }
     // Already known: some version here has seen everything v has.
-    if (knownVersions(ks).some((k) => descends(k.vclock, v.vclock))) return;
+    if (knownVersions(keyState).some((k) => descends(k.vclock, v.vclock))) return;
     switch (this.resolver) {
       case 'lww':
       case 'crdt': {
-        const cur = ks.versions[0] as Version;
+        const cur = keyState.versions[0] as Version;
         if (compareClocks(v.vclock, cur.vclock) === 'after') {
           this.setKey(v.key, { versions: [v], parked: null });
-          this.appendLog('apply', v, from);
+          this.audit('apply', v, from);
           return;
         }
-        const { merged, joined } = this.resolver === 'crdt' ? crdtMerge(cur, v) : { merged: lwwMerge(cur, v), joined: false };
+        const { merged, joined } =
+          this.resolver === 'crdt' ? crdtMerge(cur, v) : { merged: lwwMerge(cur, v), joined: false };
         this.conflict(v.key, cur, v, joined ? 'merged' : merged.node_id === v.node_id ? 'remote_won' : 'local_won');
         this.setKey(v.key, { versions: [merged], parked: null });
-        this.appendLog('merge', merged, from);
+        this.audit('merge', merged, from);
         return;
       }
       case 'vector_clock': {
         // Drop the siblings v supersedes; whatever is left is concurrent with v and stays beside it.
-        const remaining = ks.versions.filter((s) => !descends(v.vclock, s.vclock));
+        const remaining = keyState.versions.filter((s) => !descends(v.vclock, s.vclock));
         const versions = [...remaining, v].sort(lwwCompare);
         if (remaining.length > 0) {
-          this.conflict(v.key, winnerOf(ks), v, 'siblings');
-          this.appendLog('sibling', v, from, versions);
+          this.conflict(v.key, winnerOf(keyState), v, 'siblings');
+          this.audit('sibling', v, from, versions);
         } else {
-          this.appendLog('apply', v, from);
+          this.audit('apply', v, from);
         }
         this.setKey(v.key, { versions, parked: null });
         return;
       }
       case 'manual': {
-        const local = ks.versions[0] as Version;
+        const local = keyState.versions[0] as Version;
         if (compareClocks(v.vclock, local.vclock) === 'after') {
           // v supersedes the local version; a parked remote it has also seen is settled with it.
-          const parked = ks.parked && !descends(v.vclock, ks.parked.vclock) ? ks.parked : null;
-          if (ks.parked && !parked) {
+          const parked = keyState.parked && !descends(v.vclock, keyState.parked.vclock) ? keyState.parked : null;
+          if (keyState.parked && !parked) {
             this.stats.resolved++;
             this.emit('conflict_resolved', { key: v.key, choice: 'superseded' });
           }
           this.setKey(v.key, { versions: [v], parked });
-          this.appendLog('apply', v, from);
+          this.audit('apply', v, from);
           return;
         }
-        if (ks.parked) {
+        if (keyState.parked) {
           // Another remote version concurrent with the local one: the parked side keeps the LWW merge.
-          const parked = compareClocks(v.vclock, ks.parked.vclock) === 'after' ? v : lwwMerge(ks.parked, v);
-          this.setKey(v.key, { versions: ks.versions, parked });
-          this.appendLog('park', parked, from);
+          const parked = compareClocks(v.vclock, keyState.parked.vclock) === 'after' ? v : lwwMerge(keyState.parked, v);
+          this.setKey(v.key, { versions: keyState.versions, parked });
+          this.audit('park', parked, from);
           return;
         }
         this.conflict(v.key, local, v, 'parked');
-        this.setKey(v.key, { versions: ks.versions, parked: v });
-        this.appendLog('park', v, from);
+        this.setKey(v.key, { versions: keyState.versions, parked: v });
+        this.audit('park', v, from);
         return;
       }
       default:
@@ -564,25 +510,22 @@ class MultiLeaderCore implements NodeCore {
   }
 
   /** Every change of a key's state goes through here: bytes counted, a durable record drained. */
-  private setKey(key: string, ks: KeyState): void {
+  private setKey(key: string, keyState: KeyState): void {
     const old = this.keys.get(key);
-    const bytes = keyStateBytes(key, ks);
+    checkKeyStateChange(this.resolver, key, old, keyState);
+    const bytes = keyStateBytes(key, keyState);
     this.storedBytes += bytes - (old ? keyStateBytes(key, old) : 0);
-    this.keys.set(key, ks);
+    this.keys.set(key, keyState);
     this.digests.delete(key);
     this.stats.applied++;
-    const r: MlRecord = ['k', key, ks.parked === null ? null : versionTuple(ks.parked)];
-    for (const v of ks.versions) r.push(versionTuple(v));
-    (this.out.durable as unknown[]).push(r);
+    (this.out.durable as unknown[]).push(keyRecord(key, keyState));
     this.durableSinceCheckpoint += bytes;
   }
 
   /** Every key as one record, once the records since the last one outweigh the store (limits.ts). */
   private maybeCheckpoint(): void {
     if (this.durableSinceCheckpoint <= Math.max(durableCheckpointMinBytes, this.storedBytes)) return;
-    const all: Array<[string, Version[], Version | null]> = [];
-    for (const [key, ks] of this.keys) all.push([key, ks.versions, ks.parked]);
-    (this.out.durable as unknown[]).push(['c', all] satisfies MlRecord);
+    (this.out.durable as unknown[]).push(checkpointRecord(this.keys));
     this.durableSinceCheckpoint = 0;
   }
 
@@ -611,14 +554,14 @@ class MultiLeaderCore implements NodeCore {
   private pendingConflicts(): PendingConflict[] {
     const out: PendingConflict[] = [];
     for (const key of [...this.keys.keys()].sort()) {
-      const ks = this.keys.get(key) as KeyState;
-      if (!ks.parked) continue;
-      const local = ks.versions[0] as Version;
+      const keyState = this.keys.get(key) as KeyState;
+      if (!keyState.parked) continue;
+      const local = keyState.versions[0] as Version;
       out.push({
         node_id: this.id,
         key,
         local_value: local.tombstone ? '' : local.value,
-        remote_value: ks.parked.tombstone ? '' : ks.parked.value,
+        remote_value: keyState.parked.tombstone ? '' : keyState.parked.value,
       });
     }
     return out;
@@ -631,10 +574,11 @@ class MultiLeaderCore implements NodeCore {
     }
     const key = args.key;
     const choice = args.choice;
-    const ks = this.keys.get(key);
-    if (!ks?.parked) return { ok: false, code: 'refused', error: `no pending conflict for key ${key} on node ${this.id}` };
-    const chosen = choice === 'local' ? (ks.versions[0] as Version) : ks.parked;
-    const vclock = incrementClock(joinClocks(knownVersions(ks)), this.id);
+    const keyState = this.keys.get(key);
+    if (!keyState?.parked)
+      return { ok: false, code: 'refused', error: `no pending conflict for key ${key} on node ${this.id}` };
+    const chosen = choice === 'local' ? (keyState.versions[0] as Version) : keyState.parked;
+    const vclock = incrementClock(joinClocks(knownVersions(keyState)), this.id);
     const v: Version = {
       key,
       value: chosen.value,
@@ -646,7 +590,7 @@ class MultiLeaderCore implements NodeCore {
     };
     this.setKey(key, { versions: [v], parked: null });
     this.stats.resolved++;
-    this.appendLog('resolve', v);
+    this.audit('resolve', v);
     this.emit('conflict_resolved', { key, choice });
     this.markDirty(key, now);
     return { ok: true, data: { status: 'resolved', key, choice } };
@@ -660,35 +604,35 @@ class MultiLeaderCore implements NodeCore {
 
   private markDirty(key: string, now: number): void {
     this.dirty.add(key);
-    if (this.flushAt === Infinity) this.flushAt = now + multiLeaderLimits.flushDelayMs;
+    if (this.flushAt === Infinity) this.flushAt = now + multiLeaderFlushDelayMs;
   }
 
   /** One replication message per peer (chunked), carrying every version of each dirty key. */
   private flush(): void {
     this.flushAt = Infinity;
-    const vs: Version[] = [];
+    const versions: Version[] = [];
     for (const key of this.dirty) {
-      const ks = this.keys.get(key);
-      if (ks) vs.push(...knownVersions(ks));
+      const keyState = this.keys.get(key);
+      if (keyState) versions.push(...knownVersions(keyState));
     }
     this.dirty.clear();
-    if (vs.length === 0) return;
+    if (versions.length === 0) return;
     const max = Math.max(1, this.timings.maxEntriesPerMessage);
     for (const peer of this.others()) {
-      for (let i = 0; i < vs.length; i += max) {
-        const chunk = vs.slice(i, i + max);
+      for (let i = 0; i < versions.length; i += max) {
+        const chunk = versions.slice(i, i + max);
         this.stats.replicated_versions_sent += chunk.length;
-        this.send(peer, { t: 'rep', vs: chunk });
+        this.send(peer, { kind: 'replicate', versions: chunk });
       }
     }
   }
 
   /** A key's digest covers every version the node knows of it (siblings and a parked remote too). */
-  private keyDigest(key: string, ks: KeyState): string {
+  private keyDigest(key: string, keyState: KeyState): string {
     let d = this.digests.get(key);
     if (d === undefined) {
       d = hashText(
-        knownVersions(ks)
+        knownVersions(keyState)
           .map((v) => `${clockKey(v.vclock)}#${versionDigest(v)}`)
           .sort()
           .join(';'),
@@ -700,30 +644,47 @@ class MultiLeaderCore implements NodeCore {
 
   private allDigests(): Map<string, string> {
     const m = new Map<string, string>();
-    for (const [key, ks] of this.keys) m.set(key, this.keyDigest(key, ks));
+    for (const [key, keyState] of this.keys) m.set(key, this.keyDigest(key, keyState));
     return m;
   }
 
   private startAntiEntropy(peer: NodeId): void {
-    this.stats.ae_rounds++;
+    this.stats.anti_entropy_rounds++;
     const root: AeRoot = aeRoot(this.allDigests());
-    this.send(peer, { t: 'ae_root', root: root.root, leaves: root.leaves });
+    this.send(peer, { kind: 'anti_entropy_root', root: root.root, leaves: root.leaves });
   }
 
   private pushKeys(to: NodeId, keys: readonly string[]): void {
-    const vs: Version[] = [];
+    const versions: Version[] = [];
     for (const key of keys) {
-      const ks = this.keys.get(key);
-      if (ks) vs.push(...knownVersions(ks));
+      const keyState = this.keys.get(key);
+      if (keyState) versions.push(...knownVersions(keyState));
     }
-    if (vs.length === 0) return;
-    this.stats.ae_versions_sent += vs.length;
-    this.send(to, { t: 'ae_push', vs });
+    if (versions.length === 0) return;
+    this.stats.anti_entropy_versions_sent += versions.length;
+    this.send(to, { kind: 'anti_entropy_push', versions });
+  }
+
+  /**
+   * After every input (TigerBeetle's `invariants()`): cheap checks of what must hold between steps.
+   * Each key's own rules are checked where it changes (setKey). A failure is a bug in this core.
+   */
+  private checkInvariants(): void {
+    // A flush is scheduled exactly when some key waits to be pushed.
+    invariant(
+      this.dirty.size > 0 === (this.flushAt !== Infinity),
+      () => `${this.id}: ${this.dirty.size} dirty keys, flush at ${this.flushAt}`,
+    );
+    for (const key of this.dirty) invariant(this.keys.has(key), () => `${this.id}: dirty key ${key} is not held`);
+    invariant(Number.isFinite(this.nextAntiEntropyAt), 'an anti-entropy round is always scheduled');
+    invariant(this.digests.size <= this.keys.size, 'digests are cached for held keys only');
+    invariant(this.auditLog.length <= multiLeaderAuditRecordsMax, 'the audit log stays within its cap');
+    invariant(this.storedBytes >= 0, () => `${this.id}: stored bytes ${this.storedBytes} below zero`);
   }
 
   // ------------------------------------------------------------ output
 
-  private send(to: NodeId, msg: MlMsg): void {
+  private send(to: NodeId, msg: MultiLeaderMessage): void {
     this.out.messages.push({ to, msg });
   }
 
@@ -736,9 +697,9 @@ class MultiLeaderCore implements NodeCore {
     this.out.events.push(ev);
   }
 
-  private appendLog(kind: LogKind, v: Version, from?: NodeId, siblings?: Version[]): void {
-    const e: LogEntry = {
-      index: ++this.logIndex,
+  private audit(kind: AuditKind, v: Version, from?: NodeId, siblings?: Version[]): void {
+    const e: AuditRecord = {
+      index: ++this.auditIndex,
       kind,
       key: v.key,
       node_id: v.node_id,
@@ -749,9 +710,9 @@ class MultiLeaderCore implements NodeCore {
     };
     if (from !== undefined) e.from = from;
     if (siblings) e.siblings = siblings.map(brief);
-    this.log.push(e);
-    if (this.log.length > multiLeaderLimits.logEntriesMax) {
-      this.log.shift();
+    this.auditLog.push(e);
+    if (this.auditLog.length > multiLeaderAuditRecordsMax) {
+      this.auditLog.shift();
       this.stats.log_dropped++;
     }
   }

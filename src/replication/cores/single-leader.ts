@@ -8,152 +8,63 @@
  *
  * Durable state (what survives a crash): the log it appended and the store it applied, with the
  * epoch and leader it follows. Each change is a durable record drained with the step (an appended
- * entry, a leader change, a checkpoint of the whole store when a snapshot replaced it or when the
+ * entry, a leader change, a checkpoint of the whole store when a store copy replaced it or when the
  * records since the last checkpoint outweigh the store); singleLeaderDurableFold rebuilds the state
  * a restarted node starts from. Stored bytes (store + retained log) are held to the node's budget:
  * a write past it is refused with storage_full (507), and the retained log is also held to a share
  * of the budget so overwrites cannot grow memory without bound.
+ *
+ * Role changes (leader, epoch) happen in one section, each guarded by assertions, and
+ * checkInvariants() runs after every input (raft.ts's shape). The wire is in single-leader/messages.ts,
+ * the durable records and their fold in single-leader/durable.ts, the retained log and its compaction
+ * in single-leader/retained-log.ts, what the leader knows of each follower in single-leader/progress.ts,
+ * the writes waiting for follower acks in single-leader/waiters.ts, the limits in ../limits.ts.
  */
 import { invariant } from '../../util/assert.js';
 import { HybridClock } from '../hlc.js';
-import { durableCheckpointMinBytes, retainedLogShareOfBudget, storedEntryOverheadBytes } from '../limits.js';
+import {
+  durableCheckpointMinBytes,
+  retainedLogShareOfBudget,
+  singleLeaderAppendsInFlightMax,
+  storedEntryOverheadBytes,
+} from '../limits.js';
 import type {
-  ClientReply, ClientRequest, ControlCommand, ControlResult, CoreEvent, CoreOptions, CoreOutput, CoreStatus,
-  CoreTimings, DurableFold, NodeCore, NodeId, ReplicationMode, Version,
+  ClientReply,
+  ClientRequest,
+  ControlCommand,
+  ControlResult,
+  CoreEvent,
+  CoreOptions,
+  CoreOutput,
+  CoreStatus,
+  CoreTimings,
+  NodeCore,
+  NodeId,
+  ReplicationMode,
+  Version,
 } from '../core.js';
+import {
+  entryRecord,
+  isSingleLeaderPersisted,
+  versionBytes,
+  versionOf,
+  type SingleLeaderPersisted,
+  type SingleLeaderRecord,
+} from './single-leader/durable.js';
+import {
+  isSingleLeaderMessage,
+  type AckMessage,
+  type AppendMessage,
+  type LogEntry,
+  type SingleLeaderMessage,
+  type StoreCopyMessage,
+} from './single-leader/messages.js';
+import { applyAck, newProgress, retransmitIfStalled, type Progress } from './single-leader/progress.js';
+import { RetainedLog } from './single-leader/retained-log.js';
+import { settleWaiters, type Waiter } from './single-leader/waiters.js';
 
-/** One log entry. `ops` holds one operation, or several for an atomic batch (applied all-or-nothing). */
-export interface LogEntry {
-  index: number;
-  epoch: number;
-  ts: number;
-  ops: Array<{ key: string; value: string | null }>;
-}
-
-type Msg =
-  /** Leader -> follower: entries after `prev`; `last` is the leader's last index, `commit` its commit index. */
-  | { t: 'append'; epoch: number; leader: NodeId; prev: number; entries: LogEntry[]; last: number; commit: number }
-  /** Leader -> follower too far behind the retained log (or on a diverged history): the whole store. */
-  | { t: 'snapshot'; epoch: number; leader: NodeId; index: number; store: Version[]; last: number; commit: number; lastEntryEpoch?: number }
-  /** Follower -> leader: `match` is the follower's last index; ok=false asks for entries after match (or a snapshot when match < 0). */
-  | { t: 'ack'; epoch: number; match: number; ok: boolean };
-
-interface Progress {
-  match: number;
-  next: number;
-  /** When we last sent something that is still unacknowledged (retransmit timer). */
-  sentAt: number;
-  inflight: number;
-  /** Time the oldest entry this follower has not acked was appended at the leader. */
-  needSnapshot: boolean;
-}
-
-interface Waiter {
-  reqId: number;
-  index: number;
-  deadline: number;
-  mode: ReplicationMode;
-  reply: ClientReply;
-}
-
-/**
- * The leader (and each follower) keeps the last 1,000-1,250 entries; a follower further behind
- * gets a snapshot. Kept short on purpose: an entry that outlives a few young-generation GC
- * cycles is copied into the old generation, and with 10,000 retained every entry of every node
- * was (the V8 GC helper threads' CPU during the write benchmark went from ~20% to ~13% of a core).
- */
-const retainedLogMax = 1_000;
-const compactChunk = 250;
-
-// ---- durable records and their fold
-
-/**
- * A durable record: an appended entry (its ops flattened as key, value pairs; value null for a
- * delete), a leader change, or a checkpoint of the whole store. Flat arrays: they are encoded on
- * every write, and msgpack packs an array of scalars about twice as fast as nested objects.
- */
-type SlRecord =
-  | ['e', number, number, number, ...Array<string | null>]
-  | ['l', number, NodeId]
-  /** A checkpoint: epoch, leader, last index, the store, and the epoch of the last entry. */
-  | ['c', number, NodeId, number, Version[], number?];
-
-function entryRecord(e: LogEntry): SlRecord {
-  const r: SlRecord = ['e', e.index, e.epoch, e.ts];
-  for (const o of e.ops) r.push(o.key, o.value);
-  return r;
-}
-
-function entryOfRecord(r: Extract<SlRecord, ['e', ...unknown[]]>): LogEntry {
-  const ops: LogEntry['ops'] = [];
-  for (let i = 4; i + 1 < r.length; i += 2) ops.push({ key: r[i] as string, value: r[i + 1] as string | null });
-  return { index: r[1], epoch: r[2], ts: r[3], ops };
-}
-
-/** What a restarted single-leader node starts from (CoreOptions.persisted). */
-interface SlPersisted {
-  epoch: number;
-  leader: NodeId;
-  /** Last index appended (and applied). */
-  index: number;
-  store: Map<string, Version>;
-  /** Entries appended since the last checkpoint, oldest first (the core compacts them on start). */
-  log: LogEntry[];
-  /** The epoch of the last entry appended (failover ranks candidates by it first). */
-  lastEntryEpoch: number;
-}
-
-/** Bytes a stored version is counted as (limits.ts storedEntryOverheadBytes). */
-function versionBytes(v: Version): number {
-  return v.key.length + v.value.length + storedEntryOverheadBytes;
-}
-
-function entryBytes(e: LogEntry): number {
-  let b = storedEntryOverheadBytes;
-  for (const o of e.ops) b += o.key.length + (o.value === null ? 0 : o.value.length);
-  return b;
-}
-
-/** The version an entry's op leaves in the store: one rule for the core and for the fold. */
-function versionOf(o: LogEntry['ops'][number], e: LogEntry, leader: NodeId): Version {
-  return { key: o.key, value: o.value ?? '', tombstone: o.value === null, timestamp: e.ts, node_id: leader, version: e.index, vclock: { [leader]: e.index } };
-}
-
-function isSlRecord(r: unknown): r is SlRecord {
-  return Array.isArray(r) && (r[0] === 'e' || r[0] === 'l' || r[0] === 'c');
-}
-
-function isPersisted(p: unknown): p is SlPersisted {
-  return typeof p === 'object' && p !== null && (p as SlPersisted).store instanceof Map && Array.isArray((p as SlPersisted).log);
-}
-
-export const singleLeaderDurableFold: DurableFold = {
-  fold(state, record) {
-    if (!isSlRecord(record)) return state;
-    const st: SlPersisted = isPersisted(state) ? state : { epoch: 0, leader: '', index: 0, store: new Map(), log: [], lastEntryEpoch: 0 };
-    switch (record[0]) {
-      case 'c':
-        return { epoch: record[1], leader: record[2], index: record[3], store: new Map(record[4].map((v) => [v.key, v])), log: [], lastEntryEpoch: record[5] ?? record[1] };
-      case 'l':
-        st.epoch = record[1];
-        st.leader = record[2];
-        return st;
-      case 'e': {
-        const e = entryOfRecord(record);
-        invariant(e.index === st.index + 1, () => `durable entries are contiguous (${e.index} after ${st.index})`);
-        for (const o of e.ops) st.store.set(o.key, versionOf(o, e, st.leader));
-        st.log.push(e);
-        st.index = e.index;
-        st.lastEntryEpoch = e.epoch;
-        return st;
-      }
-    }
-  },
-  isCheckpoint: (record) => isSlRecord(record) && record[0] === 'c',
-};
-// One append in flight per follower: under load the next one carries everything appended meanwhile
-// (fewer, larger messages through the fabric), while a lone write still goes out at once.
-const inflightMax = 1;
+export { singleLeaderDurableFold } from './single-leader/durable.js';
+export type { LogEntry } from './single-leader/messages.js';
 
 export class SingleLeaderCore implements NodeCore {
   readonly id: NodeId;
@@ -164,32 +75,30 @@ export class SingleLeaderCore implements NodeCore {
 
   private leaderId: NodeId;
   private epoch = 0;
-  /** The epoch of the last log entry (kept through snapshots and restarts): failover ranks by it first. */
+  /** The epoch of the last log entry (kept through store copies and restarts): failover ranks by it first. */
   private lastEntryEpoch = 0;
-  /** Retained log suffix; log[0] has index firstIndex. */
-  private log: LogEntry[] = [];
-  private firstIndex = 1;
-  private lastIndex = 0;
+  /** The retained log suffix (its lastIndex is this node's last index). */
+  private readonly log: RetainedLog;
   private commitIndex = 0;
+  /** Every entry is applied as it is appended: lastApplied === lastIndex after every step. */
   private lastApplied = 0;
   private readonly store = new Map<string, Version>();
-  /** Append time of each retained entry at the leader, for lag in ms. */
-  private readonly appendedAt: number[] = [];
 
   private readonly progress = new Map<NodeId, Progress>();
   private waiters: Waiter[] = [];
-  private leaderLast = 0;
+  private leaderLastIndex = 0;
 
-  /** Budget on storeBytes + logBytes (Infinity when none), and the retained log's share of it. */
+  /** Budget on storeBytes + the retained log's bytes (Infinity when none); the log gets a share of it. */
   private readonly storedBytesMax: number;
-  private readonly logBytesMax: number;
   private storeBytes = 0;
-  private logBytes = 0;
   /** Bytes of durable records since the last checkpoint. */
   private durableSinceCheckpoint = 0;
   private refusedStorageFull = 0;
 
   private out: CoreOutput = { messages: [], replies: [], events: [], durable: [] };
+  private lastNow = 0;
+  /** Checker state: the epoch checkInvariants() saw last (an epoch only moves forward). */
+  private checkedEpoch = 0;
 
   constructor(opts: CoreOptions) {
     this.id = opts.id;
@@ -197,22 +106,24 @@ export class SingleLeaderCore implements NodeCore {
     this.timings = opts.timings;
     this.mode = opts.config.replication_mode;
     this.storedBytesMax = opts.storedBytesMax ?? Infinity;
-    this.logBytesMax = this.storedBytesMax * retainedLogShareOfBudget;
-    if (isPersisted(opts.persisted)) {
+    this.log = new RetainedLog(this.storedBytesMax * retainedLogShareOfBudget);
+    if (isSingleLeaderPersisted(opts.persisted)) {
       this.leaderId = '';
       this.restore(opts.persisted, opts.now);
-      return;
+    } else {
+      this.leaderId = opts.peers[0] ?? opts.id;
+      if (this.isLeader()) this.becomeLeader(0, opts.now);
+      else this.durable(['l', this.epoch, this.leaderId]);
     }
-    this.leaderId = opts.peers[0] ?? opts.id;
-    if (this.isLeader()) this.becomeLeader(0, opts.now);
-    else this.durable(['l', this.epoch, this.leaderId]);
+    this.checkedEpoch = this.epoch;
+    this.checkInvariants();
   }
 
   /**
    * A restarted node: store, log and epoch from its durable records. It does not resume leading on
    * its own (the orchestrator may have failed over meanwhile): it waits for set_leader.
    */
-  private restore(p: SlPersisted, now: number): void {
+  private restore(p: SingleLeaderPersisted, now: number): void {
     this.epoch = p.epoch;
     this.leaderId = p.leader === this.id ? '' : p.leader;
     for (const v of p.store.values()) {
@@ -220,20 +131,13 @@ export class SingleLeaderCore implements NodeCore {
       this.storeBytes += versionBytes(v);
       this.clock.observe(v.timestamp, now);
     }
-    this.log = p.log;
-    for (const e of p.log) {
-      this.appendedAt.push(now);
-      this.logBytes += entryBytes(e);
-    }
-    this.firstIndex = p.log[0]?.index ?? p.index + 1;
-    this.lastIndex = p.index;
     this.lastEntryEpoch = p.lastEntryEpoch;
     this.lastApplied = p.index;
     this.commitIndex = p.index;
-    this.compact();
+    this.log.restore(p.log, p.index, now);
   }
 
-  private durable(r: SlRecord, bytes = storedEntryOverheadBytes): void {
+  private durable(r: SingleLeaderRecord, bytes = storedEntryOverheadBytes): void {
     (this.out.durable as unknown[]).push(r);
     this.durableSinceCheckpoint += bytes;
   }
@@ -245,6 +149,11 @@ export class SingleLeaderCore implements NodeCore {
     this.durableSinceCheckpoint = 0;
   }
 
+  /** This node's last log index (every entry up to it is applied). */
+  private get lastIndex(): number {
+    return this.log.lastIndex;
+  }
+
   private isLeader(): boolean {
     return this.leaderId === this.id;
   }
@@ -253,42 +162,139 @@ export class SingleLeaderCore implements NodeCore {
     return this.peers.filter((p) => p !== this.id);
   }
 
-  /** Role changes happen here and in becomeFollower only. */
+  // ---- role changes: the leader and the epoch change here only (besides restore on a restart)
+
+  /**
+   * The orchestrator's set_leader (a failover, or telling a restarted node who leads). Without an
+   * epoch the node moves to the next one. The orchestrator's epochs only move forward.
+   */
+  private setLeader(leader: NodeId, epoch: number, now: number): void {
+    invariant(epoch >= this.epoch, () => `${this.id}: set_leader to epoch ${epoch}, behind its epoch ${this.epoch}`);
+    if (leader === this.id) this.becomeLeader(epoch, now);
+    else this.becomeFollower(leader, epoch);
+  }
+
+  /**
+   * A message from a leader: stale epochs are refused (false); a newer epoch, or another leader in
+   * this epoch, makes this node its follower (the orchestrator moved leadership and this node has
+   * not been told yet, or a message overtook the set_leader).
+   */
+  private acceptLeader(leader: NodeId, epoch: number): boolean {
+    if (epoch < this.epoch) return false;
+    if (epoch > this.epoch || leader !== this.leaderId) this.becomeFollower(leader, epoch);
+    return true;
+  }
+
+  /** This node leads `epoch`: every follower starts unknown (match 0), everything it holds is committed. */
   private becomeLeader(epoch: number, now: number): void {
+    invariant(epoch >= this.epoch, () => `${this.id}: epoch ${this.epoch} -> ${epoch} goes backwards`);
     this.leaderId = this.id;
     this.epoch = epoch;
     this.durable(['l', epoch, this.id]);
     this.progress.clear();
-    for (const f of this.followers()) this.progress.set(f, { match: 0, next: this.lastIndex + 1, sentAt: now, inflight: 0, needSnapshot: false });
+    for (const f of this.followers()) {
+      this.progress.set(f, newProgress(this.lastIndex + 1, now, false));
+    }
     this.commitIndex = this.lastIndex;
   }
 
+  /**
+   * This node follows `leader` in `epoch`. Writes it was still waiting on as a leader are answered
+   * as indeterminate: they are applied here, but the new leader may or may not hold them.
+   */
   private becomeFollower(leader: NodeId, epoch: number): void {
+    invariant(epoch >= this.epoch, () => `${this.id}: epoch ${this.epoch} -> ${epoch} goes backwards`);
+    invariant(leader !== this.id, () => `${this.id} cannot follow itself (it leads through becomeLeader)`);
     this.leaderId = leader;
     this.epoch = epoch;
     this.durable(['l', epoch, leader]);
     this.progress.clear();
     for (const w of this.waiters) {
-      this.out.replies.push({ id: w.reqId, ok: false, code: 'not_leader', error: `leadership moved to ${leader} before the write was confirmed; its outcome is indeterminate`, indeterminate: true, leader_id: leader });
+      this.out.replies.push({
+        id: w.requestId,
+        ok: false,
+        code: 'not_leader',
+        indeterminate: true,
+        leader_id: leader,
+        error: `leadership moved to ${leader} before the write was confirmed; its outcome is indeterminate`,
+      });
     }
     this.waiters = [];
+  }
+
+  /**
+   * After every input (TigerBeetle's `invariants()`, raft.ts's checkInvariants): cheap checks of
+   * what must hold between steps. A failure is a bug in this core.
+   */
+  private checkInvariants(): void {
+    // Entries are applied as they are appended, and nothing is committed that is not in the log.
+    invariant(
+      this.lastApplied === this.lastIndex,
+      () => `${this.id}: applied ${this.lastApplied}, last ${this.lastIndex}`,
+    );
+    invariant(
+      this.commitIndex <= this.lastIndex,
+      () => `${this.id}: commit ${this.commitIndex} past last ${this.lastIndex}`,
+    );
+    this.log.checkInvariants();
+    // An epoch only moves forward, and no entry comes from an epoch past the node's own.
+    invariant(
+      this.epoch >= this.checkedEpoch,
+      () => `${this.id}: epoch decreased (${this.checkedEpoch} -> ${this.epoch})`,
+    );
+    invariant(
+      this.lastEntryEpoch <= this.epoch,
+      () => `${this.id}: last entry's epoch ${this.lastEntryEpoch} past ${this.epoch}`,
+    );
+    this.checkedEpoch = this.epoch;
+    if (this.isLeader()) {
+      for (const [f, p] of this.progress) {
+        invariant(f !== this.id, 'a leader tracks followers, not itself');
+        invariant(p.match <= this.lastIndex, () => `${this.id}: ${f} matches ${p.match}, past last ${this.lastIndex}`);
+        invariant(
+          p.inflight <= singleLeaderAppendsInFlightMax,
+          () => `${this.id}: ${p.inflight} appends in flight to ${f}`,
+        );
+      }
+      for (const w of this.waiters) invariant(w.index <= this.lastIndex, 'a waiting write is in the log');
+    } else {
+      // Only a leader tracks followers and holds writes waiting for acks.
+      invariant(this.progress.size === 0, () => `${this.id}: a follower tracks progress`);
+      invariant(this.waiters.length === 0, () => `${this.id}: a follower holds waiting writes`);
+    }
   }
 
   // ---- client requests ----
 
   onClient(req: ClientRequest, now: number): void {
+    this.stepClient(req, now);
+    this.checkInvariants();
+  }
+
+  private stepClient(req: ClientRequest, now: number): void {
     const op = req.op;
     if (op.op === 'read') {
       const v = this.store.get(op.key);
       if (!v || v.tombstone) {
-        this.out.replies.push({ id: req.id, ok: false, code: 'not_found', error: `key ${JSON.stringify(op.key)} not found on ${this.id}` });
+        this.out.replies.push({
+          id: req.id,
+          ok: false,
+          code: 'not_found',
+          error: `key ${JSON.stringify(op.key)} not found on ${this.id}`,
+        });
       } else {
         this.out.replies.push({ id: req.id, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } });
       }
       return;
     }
     if (!this.isLeader()) {
-      this.out.replies.push({ id: req.id, ok: false, code: 'not_leader', error: `${this.id} is not the leader; the leader is ${this.leaderId}`, leader_id: this.leaderId });
+      this.out.replies.push({
+        id: req.id,
+        ok: false,
+        code: 'not_leader',
+        leader_id: this.leaderId,
+        error: `${this.id} is not the leader; the leader is ${this.leaderId}`,
+      });
       return;
     }
     let ops: LogEntry['ops'];
@@ -304,23 +310,34 @@ export class SingleLeaderCore implements NodeCore {
         break;
     }
     const growth = this.growthOf(ops);
-    if (growth > 0 && this.storeBytes + this.logBytes + growth > this.storedBytesMax) {
+    if (growth > 0 && this.storeBytes + this.log.bytes + growth > this.storedBytesMax) {
       this.refusedStorageFull++;
       this.out.replies.push({
-        id: req.id, ok: false, code: 'storage_full',
-        error: `node ${this.id} would store ${this.storeBytes + this.logBytes + growth} bytes, past its budget of ${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
+        id: req.id,
+        ok: false,
+        code: 'storage_full',
+        error:
+          `node ${this.id} would store ${this.storeBytes + this.log.bytes + growth} bytes, past its budget of ` +
+          `${this.storedBytesMax} bytes (REPLSIM_NODE_MEMORY_MB); delete keys or raise the budget`,
       });
       return;
     }
     const entry = this.append(ops, now);
     const versions = ops.map((o) => this.store.get(o.key) as Version);
-    const reply: ClientReply = op.op === 'batch'
-      ? { id: req.id, ok: true, result: { kind: 'batch', entries: versions } }
-      : { id: req.id, ok: true, result: { kind: 'entry', entry: versions[0] as Version, node_id: this.id } };
+    const reply: ClientReply =
+      op.op === 'batch'
+        ? { id: req.id, ok: true, result: { kind: 'batch', entries: versions } }
+        : { id: req.id, ok: true, result: { kind: 'entry', entry: versions[0] as Version, node_id: this.id } };
     if (this.mode === 'async' || this.followers().length === 0) {
       this.out.replies.push(reply);
     } else {
-      this.waiters.push({ reqId: req.id, index: entry.index, deadline: now + this.timings.requestTimeoutMs, mode: this.mode, reply });
+      this.waiters.push({
+        requestId: req.id,
+        index: entry.index,
+        deadline: now + this.timings.requestTimeoutMs,
+        mode: this.mode,
+        reply,
+      });
     }
   }
 
@@ -336,32 +353,35 @@ export class SingleLeaderCore implements NodeCore {
   }
 
   private append(ops: LogEntry['ops'], now: number): LogEntry {
-    const entry: LogEntry = { index: this.lastIndex + 1, epoch: this.epoch, ts: this.clock.tick(now), ops };
+    invariant(this.isLeader(), 'only the leader appends client writes');
+    const entry: LogEntry = {
+      index: this.lastIndex + 1,
+      epoch: this.epoch,
+      timestamp: this.clock.tick(now),
+      node_id: this.id,
+      ops,
+    };
     this.appendEntry(entry, now);
     this.updateCommit();
-    this.compact();
+    this.log.compact();
     return entry;
   }
 
   /** Leader and followers: an entry joins the log (a durable record) and is applied. */
   private appendEntry(e: LogEntry, now: number): void {
-    this.log.push(e);
-    this.appendedAt.push(now);
-    const bytes = entryBytes(e);
-    this.logBytes += bytes;
-    this.lastIndex = e.index;
+    const bytes = this.log.append(e, now);
     this.lastEntryEpoch = e.epoch;
     this.durable(entryRecord(e), bytes);
     this.apply(e);
   }
 
-  /** Followers and the leader apply entries strictly in index order. */
+  /** Followers and the leader apply entries strictly in index order, stamped with their writer. */
   private apply(entry: LogEntry): void {
     invariant(entry.index === this.lastApplied + 1, () => `${this.id}: apply ${entry.index} after ${this.lastApplied}`);
     for (const o of entry.ops) {
       const cur = this.store.get(o.key);
       if (cur !== undefined) this.storeBytes -= versionBytes(cur);
-      const v = versionOf(o, entry, this.leaderId);
+      const v = versionOf(o, entry);
       this.store.set(o.key, v);
       this.storeBytes += versionBytes(v);
     }
@@ -369,33 +389,9 @@ export class SingleLeaderCore implements NodeCore {
   }
 
   /**
-   * Drops the oldest entries in chunks (not one by one: splice is O(n)): past retainedLogMax
-   * entries, or past the log's share of the byte budget (down to three quarters of it, keeping
-   * the newest entry).
+   * Leader commit index per mode: async = last appended; semi_sync = highest index on >= 1 follower;
+   * sync = on every follower.
    */
-  private compact(): void {
-    const overCount = this.log.length > retainedLogMax + compactChunk;
-    const overBytes = this.logBytes > this.logBytesMax;
-    if (!overCount && !overBytes) return;
-    let drop = overCount ? this.log.length - retainedLogMax : 0;
-    let bytes = this.logBytes;
-    for (let i = 0; i < drop; i++) bytes -= entryBytes(this.log[i] as LogEntry);
-    if (bytes > this.logBytesMax) {
-      const target = this.logBytesMax * 0.75;
-      while (drop < this.log.length - 1 && bytes > target) bytes -= entryBytes(this.log[drop++] as LogEntry);
-    }
-    if (drop === 0) return;
-    this.log.splice(0, drop);
-    this.appendedAt.splice(0, drop);
-    this.firstIndex += drop;
-    this.logBytes = bytes;
-  }
-
-  private entryAt(index: number): LogEntry | undefined {
-    return this.log[index - this.firstIndex];
-  }
-
-  /** Leader commit index per mode: async = last appended; semi_sync = highest index on >= 1 follower; sync = on every follower. */
   private updateCommit(): void {
     if (!this.isLeader()) return;
     const matches = [...this.progress.values()].map((p) => p.match);
@@ -409,69 +405,69 @@ export class SingleLeaderCore implements NodeCore {
   // ---- peer messages ----
 
   onMessage(from: NodeId, raw: unknown, now: number): void {
-    const msg = raw as Msg;
-    switch (msg.t) {
+    if (!isSingleLeaderMessage(raw)) return;
+    switch (raw.kind) {
       case 'append':
-        this.onAppend(msg, now);
-        return;
-      case 'snapshot':
-        this.onSnapshot(msg);
-        return;
+        this.onAppend(raw, now);
+        break;
+      case 'store_copy':
+        this.onStoreCopy(raw);
+        break;
       case 'ack':
-        this.onAck(from, msg, now);
-        return;
+        this.onAck(from, raw, now);
+        break;
     }
+    this.checkInvariants();
   }
 
-  private acceptLeader(leader: NodeId, epoch: number): boolean {
-    if (epoch < this.epoch) return false;
-    if (epoch > this.epoch || leader !== this.leaderId) this.becomeFollower(leader, epoch);
-    return true;
-  }
-
-  private onAppend(m: Extract<Msg, { t: 'append' }>, now: number): void {
-    void now;
+  private onAppend(m: AppendMessage, now: number): void {
     if (!this.acceptLeader(m.leader, m.epoch)) return;
-    this.leaderLast = Math.max(this.leaderLast, m.last);
-    if (m.prev > this.lastIndex) {
+    this.leaderLastIndex = Math.max(this.leaderLastIndex, m.leaderLastIndex);
+    if (m.prevIndex > this.lastIndex) {
       // A gap (a dropped message): ask for everything after what we have.
-      this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: false });
+      this.send(m.leader, { kind: 'ack', epoch: this.epoch, matchIndex: this.lastIndex, success: false });
       return;
     }
-    const mine = this.entryAt(m.prev);
-    if (m.prev >= this.firstIndex && m.prev > 0 && mine && mine.epoch > m.epoch) {
-      this.send(m.leader, { t: 'ack', epoch: this.epoch, match: -1, ok: false });
+    const mine = this.log.entryAt(m.prevIndex);
+    if (m.prevIndex >= this.log.firstIndex && m.prevIndex > 0 && mine && mine.epoch > m.epoch) {
+      this.send(m.leader, { kind: 'ack', epoch: this.epoch, matchIndex: -1, success: false });
       return;
     }
     let applied = 0;
     for (const e of m.entries) {
       if (e.index <= this.lastIndex) {
-        const have = this.entryAt(e.index);
+        const have = this.log.entryAt(e.index);
         if (have && have.epoch !== e.epoch) {
-          // A diverged history after a failover: our later entries were orphaned. Rebuild from a snapshot.
-          this.send(m.leader, { t: 'ack', epoch: this.epoch, match: -1, ok: false });
+          // A diverged history after a failover: our later entries were orphaned. Rebuild from a store copy.
+          this.send(m.leader, { kind: 'ack', epoch: this.epoch, matchIndex: -1, success: false });
           return;
         }
         continue;
       }
       invariant(e.index === this.lastIndex + 1, 'append entries are contiguous');
-      this.clock.observe(e.ts, now);
+      this.clock.observe(e.timestamp, now);
       this.appendEntry(e, now);
       applied++;
     }
-    this.compact();
-    if (this.lastIndex > m.last) {
+    this.log.compact();
+    if (this.lastIndex > m.leaderLastIndex) {
       // We hold entries the leader never had (written under a leader that was failed over):
       // they are orphaned. Rebuild from the leader's store so this replica converges with it.
-      this.send(m.leader, { t: 'ack', epoch: this.epoch, match: -1, ok: false });
+      this.send(m.leader, { kind: 'ack', epoch: this.epoch, matchIndex: -1, success: false });
       return;
     }
-    this.commitIndex = Math.max(this.commitIndex, Math.min(m.commit, this.lastIndex));
-    if (applied > 0) this.event({ type: 'entry_replicated', node_id: this.id, data: { index: this.lastIndex, entries: applied, leader: m.leader } });
-    this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: true });
+    this.commitIndex = Math.max(this.commitIndex, Math.min(m.leaderCommit, this.lastIndex));
+    if (applied > 0)
+      this.event({
+        type: 'entry_replicated',
+        node_id: this.id,
+        data: { index: this.lastIndex, entries: applied, leader: m.leader },
+      });
+    this.send(m.leader, { kind: 'ack', epoch: this.epoch, matchIndex: this.lastIndex, success: true });
   }
 
-  private onSnapshot(m: Extract<Msg, { t: 'snapshot' }>): void {
+  /** The leader's whole store replaces ours (and our log): a follower too far behind, or diverged. */
+  private onStoreCopy(m: StoreCopyMessage): void {
     if (!this.acceptLeader(m.leader, m.epoch)) return;
     this.store.clear();
     this.storeBytes = 0;
@@ -482,37 +478,24 @@ export class SingleLeaderCore implements NodeCore {
     this.lastEntryEpoch = m.lastEntryEpoch ?? m.epoch;
     this.durable(['c', this.epoch, this.leaderId, m.index, m.store, this.lastEntryEpoch]);
     this.durableSinceCheckpoint = 0;
-    this.log = [];
-    this.logBytes = 0;
-    this.appendedAt.length = 0;
-    this.firstIndex = m.index + 1;
-    this.lastIndex = m.index;
+    this.log.resetTo(m.index);
     this.lastApplied = m.index;
-    this.commitIndex = Math.min(m.commit, m.index);
-    this.leaderLast = Math.max(this.leaderLast, m.last);
-    this.event({ type: 'entry_replicated', node_id: this.id, data: { index: m.index, snapshot: true, leader: m.leader } });
-    this.send(m.leader, { t: 'ack', epoch: this.epoch, match: this.lastIndex, ok: true });
+    this.commitIndex = Math.min(m.leaderCommit, m.index);
+    this.leaderLastIndex = Math.max(this.leaderLastIndex, m.leaderLastIndex);
+    // "snapshot: true" in the event is kept for its readers: here it means a store copy.
+    this.event({
+      type: 'entry_replicated',
+      node_id: this.id,
+      data: { index: m.index, snapshot: true, leader: m.leader },
+    });
+    this.send(m.leader, { kind: 'ack', epoch: this.epoch, matchIndex: this.lastIndex, success: true });
   }
 
-  private onAck(from: NodeId, m: Extract<Msg, { t: 'ack' }>, now: number): void {
+  private onAck(from: NodeId, m: AckMessage, now: number): void {
     if (!this.isLeader() || m.epoch > this.epoch) return;
     const p = this.progress.get(from);
     if (!p) return;
-    p.inflight = Math.max(0, p.inflight - 1);
-    if (m.ok) {
-      if (m.match > p.match) {
-        p.match = Math.min(m.match, this.lastIndex);
-        p.sentAt = now;
-      }
-      if (p.next <= p.match) p.next = p.match + 1;
-    } else if (m.match < 0 || m.match < this.firstIndex - 1) {
-      p.needSnapshot = true;
-      p.inflight = 0;
-    } else {
-      p.match = Math.min(p.match, m.match);
-      p.next = m.match + 1;
-      p.inflight = 0;
-    }
+    applyAck(p, m, this.lastIndex, this.log.firstIndex, now);
     this.updateCommit();
     this.settleWaiters(now);
   }
@@ -520,34 +503,27 @@ export class SingleLeaderCore implements NodeCore {
   private settleWaiters(now: number): void {
     if (this.waiters.length === 0) return;
     const matches = [...this.progress.values()].map((p) => p.match);
-    const keep: Waiter[] = [];
-    for (const w of this.waiters) {
-      const acked = matches.filter((m) => m >= w.index).length;
-      const needed = w.mode === 'sync' ? matches.length : Math.min(1, matches.length);
-      if (acked >= needed) {
-        this.out.replies.push(w.reply);
-      } else if (now >= w.deadline) {
-        const what = w.mode === 'sync' ? `all ${matches.length} followers` : 'any follower';
-        this.out.replies.push({
-          id: w.reqId, ok: false, code: 'timeout', indeterminate: true,
-          error: `${w.mode} replication timed out after ${this.timings.requestTimeoutMs} ms: the write is applied on leader ${this.id} (index ${w.index}) but was not confirmed by ${what} (${acked}/${needed} acks); its outcome is indeterminate`,
-        });
-      } else keep.push(w);
-    }
-    this.waiters = keep;
+    const settled = settleWaiters(this.waiters, matches, now, this.id, this.timings.requestTimeoutMs);
+    for (const r of settled.replies) this.out.replies.push(r);
+    this.waiters = settled.keep;
   }
 
   // ---- time ----
 
   onTick(now: number): void {
+    this.stepTick(now);
+    this.checkInvariants();
+  }
+
+  private stepTick(now: number): void {
     if (!this.isLeader()) return;
     for (const [f, p] of this.progress) {
-      if (p.match < this.lastIndex && now - p.sentAt >= this.timings.retransmitMs) {
-        // No progress for a while: resend from what the follower has confirmed (handles drops and pauses).
-        p.next = p.match + 1;
-        p.inflight = 0;
-        p.sentAt = now;
-        this.event({ type: 'follower_lag', node_id: f, data: { leader: this.id, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) } });
+      if (retransmitIfStalled(p, this.lastIndex, now, this.timings.retransmitMs)) {
+        this.event({
+          type: 'follower_lag',
+          node_id: f,
+          data: { leader: this.id, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) },
+        });
       }
     }
     this.settleWaiters(now);
@@ -556,7 +532,8 @@ export class SingleLeaderCore implements NodeCore {
   nextDeadline(): number {
     let d = Infinity;
     if (this.isLeader()) {
-      for (const p of this.progress.values()) if (p.match < this.lastIndex) d = Math.min(d, p.sentAt + this.timings.retransmitMs);
+      for (const p of this.progress.values())
+        if (p.match < this.lastIndex) d = Math.min(d, p.sentAt + this.timings.retransmitMs);
       for (const w of this.waiters) d = Math.min(d, w.deadline);
     }
     return d;
@@ -564,7 +541,7 @@ export class SingleLeaderCore implements NodeCore {
 
   // ---- output ----
 
-  private send(to: NodeId, msg: Msg): void {
+  private send(to: NodeId, msg: SingleLeaderMessage): void {
     this.out.messages.push({ to, msg });
   }
 
@@ -572,33 +549,52 @@ export class SingleLeaderCore implements NodeCore {
     this.out.events.push(e);
   }
 
-  /** Replication messages are built here, once per drain: every entry appended since the last drain goes in one message per follower. */
+  /**
+   * Replication messages are built here, once per drain: every entry appended since the last drain
+   * goes in one message per follower.
+   */
   private replicate(now: number): void {
     if (!this.isLeader()) return;
     // Followers at the same point get the same message object (the actor encodes it once).
-    let shared: { next: number; msg: Msg } | undefined;
+    let shared: { next: number; msg: AppendMessage } | undefined;
     for (const [f, p] of this.progress) {
-      if (p.needSnapshot) {
-        p.needSnapshot = false;
+      if (p.needStoreCopy) {
+        p.needStoreCopy = false;
         p.next = this.lastIndex + 1;
         p.inflight = 1;
         p.sentAt = now;
-        this.send(f, { t: 'snapshot', epoch: this.epoch, leader: this.id, index: this.lastIndex, store: [...this.store.values()], last: this.lastIndex, commit: this.commitIndex, lastEntryEpoch: this.lastEntryEpoch });
+        this.send(f, {
+          kind: 'store_copy',
+          epoch: this.epoch,
+          leader: this.id,
+          index: this.lastIndex,
+          store: [...this.store.values()],
+          leaderLastIndex: this.lastIndex,
+          leaderCommit: this.commitIndex,
+          lastEntryEpoch: this.lastEntryEpoch,
+        });
         continue;
       }
-      if (p.next > this.lastIndex || p.inflight >= inflightMax) continue;
-      if (p.next < this.firstIndex) {
-        p.needSnapshot = true;
+      if (p.next > this.lastIndex || p.inflight >= singleLeaderAppendsInFlightMax) continue;
+      if (p.next < this.log.firstIndex) {
+        p.needStoreCopy = true;
         this.replicate(now);
         return;
       }
-      let msg: Extract<Msg, { t: 'append' }>;
-      if (shared !== undefined && shared.next === p.next) msg = shared.msg as Extract<Msg, { t: 'append' }>;
+      let msg: AppendMessage;
+      if (shared !== undefined && shared.next === p.next) msg = shared.msg;
       else {
-        const from = p.next - this.firstIndex;
-        const entries = this.log.slice(from, from + this.timings.maxEntriesPerMessage);
+        const entries = this.log.slice(p.next, this.timings.maxEntriesPerMessage);
         if (entries.length === 0) continue;
-        msg = { t: 'append', epoch: this.epoch, leader: this.id, prev: p.next - 1, entries, last: this.lastIndex, commit: this.commitIndex };
+        msg = {
+          kind: 'append',
+          epoch: this.epoch,
+          leader: this.id,
+          prevIndex: p.next - 1,
+          entries,
+          leaderLastIndex: this.lastIndex,
+          leaderCommit: this.commitIndex,
+        };
         shared = { next: p.next, msg };
       }
       if (p.inflight === 0) p.sentAt = now;
@@ -624,9 +620,8 @@ export class SingleLeaderCore implements NodeCore {
     this.out.messages.length = 0;
     this.out.replies.length = 0;
     this.out.events.length = 0;
+    this.checkInvariants();
   }
-
-  private lastNow = 0;
 
   /** Records the latest time seen so drain() can stamp sends without reading a clock. */
   observeTime(now: number): void {
@@ -636,6 +631,12 @@ export class SingleLeaderCore implements NodeCore {
   // ---- control and views ----
 
   control(cmd: ControlCommand, now: number): ControlResult {
+    const result = this.stepControl(cmd, now);
+    this.checkInvariants();
+    return result;
+  }
+
+  private stepControl(cmd: ControlCommand, now: number): ControlResult {
     switch (cmd.kind) {
       case 'clock_skew':
         this.clock.skewMs = cmd.ms;
@@ -651,7 +652,9 @@ export class SingleLeaderCore implements NodeCore {
       case 'peers': {
         this.peers = [...cmd.peers];
         if (this.isLeader()) {
-          for (const f of this.followers()) if (!this.progress.has(f)) this.progress.set(f, { match: 0, next: 1, sentAt: now, inflight: 0, needSnapshot: this.firstIndex > 1 });
+          for (const f of this.followers()) {
+            if (!this.progress.has(f)) this.progress.set(f, newProgress(1, now, this.log.firstIndex > 1));
+          }
           for (const f of [...this.progress.keys()]) if (!this.peers.includes(f)) this.progress.delete(f);
           this.updateCommit();
           this.settleWaiters(now);
@@ -660,8 +663,7 @@ export class SingleLeaderCore implements NodeCore {
       }
       case 'set_leader': {
         const epoch = cmd.epoch ?? this.epoch + 1;
-        if (cmd.leader_id === this.id) this.becomeLeader(epoch, now);
-        else this.becomeFollower(cmd.leader_id, epoch);
+        this.setLeader(cmd.leader_id, epoch, now);
         return { ok: true, data: { epoch, last_index: this.lastIndex } };
       }
       case 'add_server':
@@ -678,19 +680,23 @@ export class SingleLeaderCore implements NodeCore {
       last_applied: this.lastApplied,
       leader_id: this.leaderId,
       term: this.epoch,
-      lag: this.isLeader() ? 0 : Math.max(0, this.leaderLast - this.lastApplied),
+      lag: this.isLeader() ? 0 : Math.max(0, this.leaderLastIndex - this.lastApplied),
       extra: {
-        last_index: this.lastIndex, first_retained_index: this.firstIndex, epoch: this.epoch, mode: this.mode,
+        last_index: this.lastIndex,
+        first_retained_index: this.log.firstIndex,
+        epoch: this.epoch,
+        mode: this.mode,
         last_entry_epoch: this.lastEntryEpoch,
         hlc_remote_refused: this.clock.remoteRefused,
-        stored_bytes: this.storeBytes + this.logBytes,
+        stored_bytes: this.storeBytes + this.log.bytes,
         stored_bytes_max: Number.isFinite(this.storedBytesMax) ? this.storedBytesMax : null,
         refused_storage_full: this.refusedStorageFull,
       },
     };
     if (this.isLeader()) {
       const followers: NonNullable<CoreStatus['followers']> = {};
-      for (const [f, p] of this.progress) followers[f] = { match_index: p.match, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) };
+      for (const [f, p] of this.progress)
+        followers[f] = { match_index: p.match, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) };
       s.followers = followers;
     }
     return s;
@@ -698,13 +704,15 @@ export class SingleLeaderCore implements NodeCore {
 
   private lagMs(p: Progress, now: number): number {
     if (p.match >= this.lastIndex) return 0;
-    const at = this.appendedAt[p.match + 1 - this.firstIndex] ?? this.appendedAt[0];
+    const at = this.log.appendedAtOrOldest(p.match + 1);
     return at === undefined ? 0 : Math.max(0, now - at);
   }
 
   logView(): unknown[] {
-    return this.log.slice(-1000).map((e) => ({
-      index: e.index, epoch: e.epoch, timestamp: e.ts,
+    return this.log.newest().map((e) => ({
+      index: e.index,
+      epoch: e.epoch,
+      timestamp: e.timestamp,
       type: e.ops.length > 1 ? 'batch' : e.ops[0]?.value === null ? 'delete' : 'put',
       ops: e.ops.map((o) => ({ key: o.key, ...(o.value === null ? { tombstone: true } : { value: o.value }) })),
       committed: e.index <= this.commitIndex,
@@ -722,12 +730,24 @@ export function createSingleLeaderCore(opts: CoreOptions): NodeCore {
   core.observeTime(opts.now);
   return {
     id: core.id,
-    onClient: (req, now) => { core.observeTime(now); core.onClient(req, now); },
-    onMessage: (from, msg, now) => { core.observeTime(now); core.onMessage(from, msg, now); },
-    onTick: (now) => { core.observeTime(now); core.onTick(now); },
+    onClient: (req, now) => {
+      core.observeTime(now);
+      core.onClient(req, now);
+    },
+    onMessage: (from, msg, now) => {
+      core.observeTime(now);
+      core.onMessage(from, msg, now);
+    },
+    onTick: (now) => {
+      core.observeTime(now);
+      core.onTick(now);
+    },
     nextDeadline: () => core.nextDeadline(),
     drain: (out) => core.drain(out),
-    control: (cmd, now) => { core.observeTime(now); return core.control(cmd, now); },
+    control: (cmd, now) => {
+      core.observeTime(now);
+      return core.control(cmd, now);
+    },
     status: (now) => core.status(now),
     logView: () => core.logView(),
     storeView: () => core.storeView(),

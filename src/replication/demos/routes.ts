@@ -4,6 +4,7 @@
  */
 import { HttpError, type HttpApp } from '../../http/index.js';
 import { runDetsim, runMvcc, runPaxos, runSwim, runTwoPhaseCommit, runWal } from './index.js';
+import { demoSeedDefault } from '../limits.js';
 
 function boolParam(q: URLSearchParams, name: string, dflt: boolean): boolean {
   const v = q.get(name);
@@ -22,14 +23,14 @@ function seedParam(q: URLSearchParams, dflt: number): number {
 }
 
 export function registerDemoRoutes(app: HttpApp): void {
-  app.get('/api/v1/demos/2pc', (req) => ({ status: 200, body: runTwoPhaseCommit({ crash: boolParam(req.query, 'crash', false), seed: seedParam(req.query, 42) }) }));
-  app.get('/api/v1/demos/mvcc', (req) => ({ status: 200, body: runMvcc({ seed: seedParam(req.query, 42) }) }));
+  app.get('/api/v1/demos/2pc', (req) => ({ status: 200, body: runTwoPhaseCommit({ crash: boolParam(req.query, 'crash', false), seed: seedParam(req.query, demoSeedDefault) }) }));
+  app.get('/api/v1/demos/mvcc', (req) => ({ status: 200, body: runMvcc({ seed: seedParam(req.query, demoSeedDefault) }) }));
   app.get('/api/v1/demos/wal', async (req) => {
     const mode = req.query.get('mode') ?? 'buffered';
     if (mode !== 'buffered' && mode !== 'fsync') throw new HttpError(400, `mode must be buffered or fsync (got ${JSON.stringify(mode.slice(0, 40))})`);
     return { status: 200, body: await runWal({ mode }) };
   });
-  app.get('/api/v1/demos/swim', (req) => ({ status: 200, body: runSwim({ seed: seedParam(req.query, 42) }) }));
-  app.get('/api/v1/demos/paxos', (req) => ({ status: 200, body: runPaxos({ seed: seedParam(req.query, 42) }) }));
-  app.get('/api/v1/demos/detsim', (req) => ({ status: 200, body: runDetsim({ seed: seedParam(req.query, 42) }) }));
+  app.get('/api/v1/demos/swim', (req) => ({ status: 200, body: runSwim({ seed: seedParam(req.query, demoSeedDefault) }) }));
+  app.get('/api/v1/demos/paxos', (req) => ({ status: 200, body: runPaxos({ seed: seedParam(req.query, demoSeedDefault) }) }));
+  app.get('/api/v1/demos/detsim', (req) => ({ status: 200, body: runDetsim({ seed: seedParam(req.query, demoSeedDefault) }) }));
 }

@@ -9,6 +9,7 @@
 import { Fabric } from '../../fabric/fabric.js';
 import { invariant } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
+import { demoStepsPerInstantMax, narrativeSentencesMax } from '../limits.js';
 
 export interface Outgoing<M> {
   to: string;
@@ -36,9 +37,6 @@ export interface DemoNetOptions {
   /** One-way latency of each message, drawn uniformly per message (integer ms). */
   latency: LatencyRange;
 }
-
-/** Steps allowed at one virtual instant before the run is declared a livelock (an actor bug). */
-export const demoStepsPerInstantMax = 100_000;
 
 export class DemoNet<M> {
   readonly fabric: Fabric<M>;
@@ -171,9 +169,6 @@ export class DemoNet<M> {
     this.outbox.length = 0;
   }
 }
-
-/** Most sentences one narrative keeps; what falls past the cap is counted in its closing sentence. */
-export const narrativeSentencesMax = 80;
 
 /** Collects the learner-facing story of a run: one sentence per step, stamped with virtual time. */
 export class Narrator {

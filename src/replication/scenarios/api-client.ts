@@ -6,6 +6,7 @@
  * (ClusterGone) so a script can stop quietly.
  */
 import type { ClusterState, KVEntry } from '../../../protocol/replication.js';
+import { apiClientRequestTimeoutMs } from '../limits.js';
 
 /** Thrown when the cluster a script drives no longer exists (deleted mid-run). */
 export class ClusterGone extends Error {
@@ -20,12 +21,6 @@ export interface WriteResult {
   entry: KVEntry;
   node_id: string;
 }
-
-/** Limits of the loopback client, with their units (STYLE.md). */
-export const apiClientLimits = {
-  /** A call that has not answered within this is abandoned (the server's own timeouts are shorter). */
-  requestTimeoutMs: 15_000,
-} as const;
 
 /** Decodes a KVEntry's base64 value (the spec's wire form) back to text. */
 export function entryValue(e: KVEntry): string {
@@ -55,7 +50,7 @@ export class ClusterApi {
   async call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<ApiResult<T>> {
     if (this.gone()) throw new ClusterGone(this.id);
     const started = performance.now();
-    const init: RequestInit = { method, signal: AbortSignal.timeout(apiClientLimits.requestTimeoutMs) };
+    const init: RequestInit = { method, signal: AbortSignal.timeout(apiClientRequestTimeoutMs) };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers = { 'content-type': 'application/json' };
@@ -209,7 +204,7 @@ export class LoopbackApi {
         method: 'POST',
         body: JSON.stringify(body),
         headers: { 'content-type': 'application/json' },
-        signal: AbortSignal.timeout(apiClientLimits.requestTimeoutMs),
+        signal: AbortSignal.timeout(apiClientRequestTimeoutMs),
       });
       const parsed = (await res.json()) as unknown;
       const ms = performance.now() - started;
@@ -221,7 +216,7 @@ export class LoopbackApi {
   }
 
   async deleteCluster(id: string): Promise<void> {
-    await fetch(`${this.base()}/api/v1/clusters/${id}`, { method: 'DELETE', signal: AbortSignal.timeout(apiClientLimits.requestTimeoutMs) })
+    await fetch(`${this.base()}/api/v1/clusters/${id}`, { method: 'DELETE', signal: AbortSignal.timeout(apiClientRequestTimeoutMs) })
       .then((r) => r.text())
       .catch(() => undefined);
   }
@@ -229,7 +224,7 @@ export class LoopbackApi {
   /** The Prometheus exposition (GET /metrics), or '' when unreachable. */
   async metricsText(): Promise<string> {
     try {
-      const res = await fetch(`${this.base()}/metrics`, { signal: AbortSignal.timeout(apiClientLimits.requestTimeoutMs) });
+      const res = await fetch(`${this.base()}/metrics`, { signal: AbortSignal.timeout(apiClientRequestTimeoutMs) });
       return await res.text();
     } catch {
       return '';

@@ -1,5 +1,5 @@
 /**
- * The fourteen teaching scenarios (names are the contract, DECISIONS.md): for each, the cluster it
+ * The fourteen teaching scenarios (names are the contract, ../shared/specs/DECISIONS.md): for each, the cluster it
  * provisions (validated like any POST /clusters body), a one-paragraph description, and its script.
  * Only data; running them is runner.ts's job.
  */

@@ -23,18 +23,15 @@ import { HttpError, type HttpResult } from '../../http/index.js';
 import type { ClusterState } from '../../../protocol/replication.js';
 import { unreachable } from '../../util/assert.js';
 import { entryValue, type ApiResult, type ClusterApi, type WriteResult } from './api-client.js';
+import { demoLeaderWaitMsMax, demoSettleMsMax } from '../limits.js';
 
 export type DemoKind = 'read-your-writes' | 'monotonic-reads' | 'consistent-prefix';
 export const demoKinds: readonly DemoKind[] = ['read-your-writes', 'monotonic-reads', 'consistent-prefix'];
 
-/** Limits and delays of the demos, with their units (STYLE.md). */
-export const demoLimits = {
+/** The demos' choreography, with units (parameters of the lesson, not limits; those are in limits.ts). */
+export const demoTimings = {
   /** One-way latency added from the writer to the lagging replica (below the 1 s request timeout, so sync writes still succeed). */
   lagMs: 400,
-  /** How long to wait for a raft leader before giving up (the write then fails: 409). */
-  leaderWaitMs: 3_000,
-  /** How long a value may take to reach a replica before the demo starts (no latency yet). */
-  settleMs: 1_500,
   /** consistent-prefix: poll the observer this often, for at most lagMs + this. */
   observePollMs: 15,
   observeExtraMs: 700,
@@ -113,7 +110,7 @@ async function rolesOf(env: DemoEnv, st: ClusterState, kind: DemoKind, key: stri
   const strategy = st.config.strategy;
   let leader = st.leader_id;
   if (strategy === 'raft' && leader === undefined) {
-    const found = await env.api.until(async () => (await env.api.mustState()).leader_id, demoLimits.leaderWaitMs, 50);
+    const found = await env.api.until(async () => (await env.api.mustState()).leader_id, demoLeaderWaitMsMax, 50);
     if (found === undefined) throw new HttpError(409, 'the demo write failed: no raft leader was elected within 3 s');
     leader = found;
   }
@@ -187,14 +184,14 @@ async function settle(env: DemoEnv, node: string, key: string, value: string): P
     // A raft follower never serves reads: nothing to wait for there.
     if (!r.ok && /not leader|no leader/.test(r.error)) return true;
     return undefined;
-  }, demoLimits.settleMs, 10);
+  }, demoSettleMsMax, 10);
   return got === true;
 }
 
 /** Runs `body` with the link from -> to slowed by lagMs, restoring its previous latency afterwards. */
 async function withLag<T>(env: DemoEnv, from: string, to: string, body: (lag: DemoReport['lag']) => Promise<T>): Promise<T> {
   const previous = env.currentLatencyMs(from, to);
-  const lag: DemoReport['lag'] = { from, to, injected_ms: previous + demoLimits.lagMs, previous_ms: previous, restored: false };
+  const lag: DemoReport['lag'] = { from, to, injected_ms: previous + demoTimings.lagMs, previous_ms: previous, restored: false };
   const set = await env.api.latency(from, to, lag.injected_ms);
   if (!set.ok) throw new HttpError(set.status === 404 ? 404 : 409, `could not slow the link ${from} -> ${to}: ${set.error}`);
   try {
@@ -340,7 +337,7 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
     const order: number[] = [];
     let violations = 0;
     const started = performance.now();
-    const deadline = started + lag.injected_ms + demoLimits.observeExtraMs;
+    const deadline = started + lag.injected_ms + demoTimings.observeExtraMs;
     let lastKey = '';
     for (;;) {
       // Newest first: seeing message k and then missing an earlier one is a real gap, not a race.
@@ -362,7 +359,7 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
         lastKey = k;
       }
       if (visible.length === sequence.length || performance.now() > deadline) break;
-      await sleep(demoLimits.observePollMs);
+      await sleep(demoTimings.observePollMs);
     }
     const held = violations === 0;
     for (const o of observations) {

@@ -9,7 +9,7 @@
  *     finished_at?, elapsed_ms?, steps: [{step, text, at, data?}], comparison_cluster_ids: [id],
  *     verdict?: {scenario, expected, actual, passed, checks: [{name, passed, detail}]}, error? }
  * 404 for a cluster that ran no scenario. The report outlives its cluster (a deleted cluster's run
- * reads `aborted`), up to runnerLimits.reportsMax reports.
+ * reads `aborted`), up to scenarioReportsMax reports (limits.ts).
  */
 import { HttpError, type HttpApp } from '../../http/index.js';
 import type { ClusterConfigBody, ClusterState } from '../../../protocol/replication.js';

@@ -9,6 +9,7 @@ import type { ClusterState } from '../../../protocol/replication.js';
 import type { CoreEvent } from '../core.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
 import { ClusterGone, type ClusterApi, type LoopbackApi } from './api-client.js';
+import { scenarioLeadInMs, scenarioReportsMax, scenarioScriptMsMax } from '../limits.js';
 
 /** One fact a script checked: `detail` says what was observed, with the measured numbers. */
 export interface Check {
@@ -75,16 +76,6 @@ export interface ScriptContext {
 
 export type Script = (s: ScriptContext) => Promise<ScriptOutcome>;
 
-/** Limits of the run registry, with their units (STYLE.md). */
-export const runnerLimits = {
-  /** Reports kept; past it the oldest finished report goes (counted in `evicted`). */
-  reportsMax: 512,
-  /** Delay before the first step, so a client that learns the cluster id from the 201 can subscribe to /ws?cluster_id= first. */
-  leadInMs: 150,
-  /** A script running longer than this is stopped and reported as an error. */
-  scriptTimeoutMs: 60_000,
-} as const;
-
 export function check(name: string, passed: boolean, detail: string): Check {
   return { name, passed, detail };
 }
@@ -111,7 +102,7 @@ export class ScenarioRuns {
   }
 
   private keep(id: string, r: ScenarioRunReport): void {
-    if (!this.reports.has(id) && this.reports.size >= runnerLimits.reportsMax) {
+    if (!this.reports.has(id) && this.reports.size >= scenarioReportsMax) {
       for (const [k, v] of this.reports) {
         if (v.status !== 'running') {
           this.reports.delete(k);
@@ -173,9 +164,9 @@ export class ScenarioRuns {
     const run = async (): Promise<void> => {
       let timer: NodeJS.Timeout | undefined;
       try {
-        await ctx.sleep(runnerLimits.leadInMs);
+        await ctx.sleep(scenarioLeadInMs);
         const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`the script did not finish within ${runnerLimits.scriptTimeoutMs} ms`)), runnerLimits.scriptTimeoutMs);
+          timer = setTimeout(() => reject(new Error(`the script did not finish within ${scenarioScriptMsMax} ms`)), scenarioScriptMsMax);
         });
         const outcome = await Promise.race([script(ctx), timeout]);
         if (gone()) throw new ClusterGone(clusterId);

@@ -14,6 +14,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { replayCommand, runRaftSwarm, swarmProfile, type SwarmResult } from './raft-swarm.js';
 import { describeRegisterOp } from './register-lincheck.js';
 import { kvReplayCommand, kvSwarmProfile, runKvSwarm, type KvStrategy } from './kv-swarm.js';
+import { swarmJobsMax } from '../limits.js';
 
 const strategies = ['raft', 'single_leader', 'multi_leader', 'leaderless'] as const;
 type SwarmStrategy = (typeof strategies)[number];
@@ -172,7 +173,7 @@ function main(): void {
   const runs = parseIntArg('runs', values.runs, 1);
   if (runs < 1) usage('--runs must be at least 1');
   const jobs = parseIntArg('jobs', values.jobs, 1);
-  if (jobs < 1 || jobs > 64) usage('--jobs must be between 1 and 64');
+  if (jobs < 1 || jobs > swarmJobsMax) usage(`--jobs must be between 1 and ${swarmJobsMax}`);
 
   if (runs === 1) {
     const r = runSeed(strategy as SwarmStrategy, seed);

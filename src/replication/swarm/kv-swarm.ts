@@ -20,6 +20,7 @@ import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng, type Rng } from '../../util/rng.js';
 import { applyNetworkFault } from './network-faults.js';
+import { kvSwarmTraceLinesMax } from '../limits.js';
 import { lastEntryEpochOf } from '../core.js';
 import {
   checkAcknowledged, checkQuorumOverlap, clockText, convergenceProblem, sortedJson, type KvOp,
@@ -37,13 +38,6 @@ export interface KvSwarmOptions {
   clientGiveUpMs: number;
   /** Client requests per run, at most. */
   opsMax: number;
-  /**
-   * Check quorum overlap for reads in read_repair_mode `digest` too. Off by default: a known core
-   * bug (leaderless.ts, the read timeout: a digest read whose full fetch never completes answers
-   * with the data it has, so not_found or an older value, although a digest proved a newer version;
-   * seed 398) fails it. leaderless-swarm.test.ts holds the skipped reproduction.
-   */
-  checkDigestReadOverlap: boolean;
 }
 
 export const defaultKvSwarmOptions: KvSwarmOptions = {
@@ -51,7 +45,6 @@ export const defaultKvSwarmOptions: KvSwarmOptions = {
   convergeMs: 8000,
   clientGiveUpMs: 1500,
   opsMax: 600,
-  checkDigestReadOverlap: false,
 };
 
 /**
@@ -295,7 +288,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     config: profile.config,
     seed,
     onEvent,
-    traceLinesMax: 50_000,
+    traceLinesMax: kvSwarmTraceLinesMax,
   });
   const rng: Rng = c.rng;
   const start = c.now;
@@ -591,7 +584,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     // ---- the strategy's promise about acknowledged writes
     const r = checkAcknowledged(strategy, c, ops, profile.config, leader, fail);
     ackedChecked = r.acked;
-    overlapReadsChecked = strategy === 'leaderless' ? checkQuorumOverlap(ops, profile.config, fail, o.checkDigestReadOverlap) : 0;
+    overlapReadsChecked = strategy === 'leaderless' ? checkQuorumOverlap(ops, profile.config, fail) : 0;
     // Liveness: the healed cluster serves a write and a read.
     const writer = strategy === 'single_leader' ? leader : (ids[rng.int(ids.length)] as NodeId);
     const w = c.runUntilReply(c.client(writer, { op: 'write', key: 'probe', value: 'p' }), 3000);

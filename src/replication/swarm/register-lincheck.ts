@@ -8,6 +8,7 @@
  * indeterminate write (complete = Infinity) may take effect at any point after its invocation, or
  * never; events at equal times are taken as concurrent.
  */
+import { lincheckStatesPerKeyMax } from '../limits.js';
 
 export interface RegisterOp {
   client: string;
@@ -28,9 +29,6 @@ export interface RegisterCheckResult {
   inconclusive: string[];
   violation?: { key: string; message: string; ops: RegisterOp[] };
 }
-
-/** Memoized configurations explored per key before giving up (inconclusive, not a violation). */
-export const statesPerKeyMax = 2_000_000;
 
 interface Ev {
   op: number;
@@ -119,7 +117,7 @@ function checkKey(ops: readonly RegisterOp[]): 'ok' | 'inconclusive' | string {
         linearized[w] = (linearized[w] as number) | bit;
         const memo = `${linearized.join(',')}|${next}`;
         if (!seen.has(memo)) {
-          if (seen.size >= statesPerKeyMax) return 'inconclusive';
+          if (seen.size >= lincheckStatesPerKeyMax) return 'inconclusive';
           seen.add(memo);
           stack.push({ ev: entry, state });
           state = next;

@@ -15,11 +15,9 @@
  */
 import type { DurableFold, NodeId } from '../../core.js';
 import { invariant } from '../../../util/assert.js';
+import { raftCheckpointEntriesMin } from '../../limits.js';
 import { applyToStore, votersAfter } from './state-machine.js';
 import { isPersistentState, type LogEntry, type RaftPersistentState } from './types.js';
-
-/** Entries appended between two compaction checkpoints, at least (small states checkpoint less often). */
-export const checkpointEntriesMin = 256;
 
 export type RaftDurableRecord =
   /** The whole state: a node's first record, or a raftSnapshot installed from the leader. */
@@ -75,7 +73,7 @@ export class DurableJournal {
 
   /** True when a compaction should be recorded as a checkpoint of a state of stateSize() items. */
   checkpointDue(stateSize: () => number): boolean {
-    return this.entriesSinceCheckpoint >= checkpointEntriesMin && this.entriesSinceCheckpoint >= stateSize();
+    return this.entriesSinceCheckpoint >= raftCheckpointEntriesMin && this.entriesSinceCheckpoint >= stateSize();
   }
 
   compact(lastIncludedIndex: number, lastIncludedTerm: number): void {
@@ -130,7 +128,10 @@ export function foldRaftRecord(state: RaftPersistentState | undefined, r: RaftDu
     case 'compact': {
       const n = r.lastIncludedIndex - base;
       const last = base + state.log.length;
-      invariant(n >= 0 && n <= state.log.length, () => `durable compaction to ${r.lastIncludedIndex} outside ${base}..${last}`);
+      invariant(
+        n >= 0 && n <= state.log.length,
+        () => `durable compaction to ${r.lastIncludedIndex} outside ${base}..${last}`,
+      );
       const folded = state.log.slice(0, n);
       invariant(n === 0 || folded[n - 1]?.term === r.lastIncludedTerm, 'durable compaction term matches the log');
       const store = { ...state.raftSnapshot.store };

@@ -20,7 +20,10 @@ export class RaftLog {
   ) {
     this.entries = entries;
     for (const [k, e] of entries.entries()) {
-      invariant(e.index === raftSnapshot.lastIncludedIndex + 1 + k, 'log entries must be contiguous after the snapshot');
+      invariant(
+        e.index === raftSnapshot.lastIncludedIndex + 1 + k,
+        'log entries must be contiguous after the snapshot',
+      );
     }
   }
 

@@ -5,6 +5,8 @@
  * the entry and commit it as a later leader, while this node proposes anew at the same index.
  * Bookkeeping only; what to answer is the core's decision.
  */
+import { raftProposalQueueSettledEntriesMin } from '../../limits.js';
+
 export interface PendingProposal {
   reqId: number;
   index: number;
@@ -71,7 +73,7 @@ export class PendingProposals {
 
   private peek(): PendingProposal | undefined {
     while (this.head < this.byDeadline.length && (this.byDeadline[this.head] as PendingProposal).settled) this.head++;
-    if (this.head > 1024 && this.head * 2 > this.byDeadline.length) {
+    if (this.head > raftProposalQueueSettledEntriesMin && this.head * 2 > this.byDeadline.length) {
       this.byDeadline = this.byDeadline.slice(this.head);
       this.head = 0;
     }

@@ -3,8 +3,12 @@
  * core applies entries with it, and the durable fold replays it to rebuild a compacted raftSnapshot,
  * so the two can never disagree. Pure; it does not decide what is committed or what to answer.
  */
-import type { NodeId, Version } from '../../core.js';
+import type { ClientResult, NodeId, Version } from '../../core.js';
+import { unreachable } from '../../../util/assert.js';
 import type { LogEntry } from './types.js';
+
+/** The key of the synthetic Version a membership change answers with. */
+export const configKey = '__config__';
 
 /** The Version an entry writes for `key` (its log index is the version). */
 export function versionOf(e: LogEntry, key: string, value: string, tombstone: boolean): Version {
@@ -44,4 +48,25 @@ export function votersAfter(voters: readonly NodeId[], entries: readonly LogEntr
   let out = voters;
   for (const e of entries) if (e.type === 'config') out = e.voters;
   return [...out];
+}
+
+/**
+ * What the client whose proposal `e` is gets once it is applied, from the versions applyToStore
+ * wrote: the written version (put, delete), all of them (batch), the new voters as a synthetic
+ * Version (config: in effect since it was appended), nothing for a no-op (nobody proposed it).
+ */
+export function clientResultOf(e: LogEntry, written: Version[], nodeId: NodeId): ClientResult | undefined {
+  switch (e.type) {
+    case 'put':
+    case 'delete':
+      return { kind: 'entry', entry: written[0] as Version, node_id: nodeId };
+    case 'batch':
+      return { kind: 'batch', entries: written };
+    case 'config':
+      return { kind: 'entry', entry: versionOf(e, configKey, e.voters.join(','), false), node_id: nodeId };
+    case 'noop':
+      return undefined;
+    default:
+      return unreachable(e);
+  }
 }

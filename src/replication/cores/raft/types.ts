@@ -14,19 +14,20 @@ interface EntryBase {
   timestamp: number;
 }
 
+/** What an entry does, before the leader gives it an index, a term and a timestamp. */
+export type EntryBody =
+  | { type: 'put'; key: string; value: string }
+  | { type: 'delete'; key: string }
+  | { type: 'batch'; entries: Array<{ key: string; value: string }> }
+  | { type: 'config'; voters: NodeId[] }
+  | { type: 'noop' };
+
 /**
  * One log entry. `noop` is the entry a new leader appends at the start of its term (Raft §8: it
  * commits the previous terms' entries and anchors ReadIndex); `config` is a single-server membership
  * change carrying the complete new voter set (dissertation §4.1).
  */
-export type LogEntry = EntryBase &
-  (
-    | { type: 'put'; key: string; value: string }
-    | { type: 'delete'; key: string }
-    | { type: 'batch'; entries: Array<{ key: string; value: string }> }
-    | { type: 'config'; voters: NodeId[] }
-    | { type: 'noop' }
-  );
+export type LogEntry = EntryBase & EntryBody;
 
 export type EntryType = LogEntry['type'];
 

@@ -7,6 +7,7 @@
 import type { CoreStatus, NodeId } from '../../core.js';
 import type { RaftLog } from './log.js';
 import type { Progress } from './progress.js';
+import type { RaftState } from './state.js';
 import type { LogEntry, RaftRole, RaftSnapshot } from './types.js';
 
 /** A read-only look inside, for tests and checkers. */
@@ -51,6 +52,28 @@ export interface RaftViewState {
   progress: ReadonlyMap<NodeId, Progress>;
   /** Leader only: when the entry at `index` was appended (lag_ms). */
   appendTime(index: number): number;
+}
+
+/** The view state of a node as it is now (shares its voters and progress, copies nothing). */
+export function viewStateOf(r: RaftState): RaftViewState {
+  return {
+    id: r.id,
+    role: r.role,
+    preCandidate: r.preCandidate,
+    term: r.term,
+    votedFor: r.votedFor,
+    leaderId: r.leaderId,
+    commitIndex: r.commitIndex,
+    lastApplied: r.lastApplied,
+    voters: r.voters,
+    configIndex: r.configIndex,
+    leaderLastIndex: r.leaderLastIndex,
+    hlcRemoteRefused: r.clock.remoteRefused,
+    log: r.log,
+    progress: r.progress,
+    // When `index` was appended by this leader; the oldest known time when pruned.
+    appendTime: (index) => r.appendedAt.timeOf(index, r.leaderSince),
+  };
 }
 
 /** GET .../status: role, term, commit and lag, plus a leader's followers map. */

@@ -1,0 +1,120 @@
+/**
+ * The leaderless core's wire: every message one node sends another, tagged `kind` like raft's, and
+ * the decoder that turns an untrusted peer payload into one of them (null when malformed; the core
+ * counts it, never throws). No behaviour here: what a message does is the core's business.
+ */
+import type { NodeId, Version } from '../../core.js';
+import {
+  isNumberArray,
+  isObject,
+  isPairArray,
+  isStringArray,
+  isVersion,
+  isVersionArray,
+} from '../../dynamo/version.js';
+
+/** Why versions are handed to their owner: held hints, or keys a membership change moved. */
+export type HandoffPurpose = 'hint' | 'transfer';
+
+export type LeaderlessMessage =
+  /** Feeds the receiver's phi-accrual detector for the sender, and its hybrid logical clock. */
+  | { kind: 'heartbeat'; hlc: number }
+  /**
+   * Store `version` (held for `hintFor` when set: a sloppy-quorum stand-in); acknowledge with
+   * put_ack when `ack`; `repair` marks read repair (applied past the budget, never refused).
+   * `roundTripId` is the coordinator's id for the request (not the client's request id).
+   */
+  | { kind: 'put'; roundTripId: number; version: Version; hintFor: NodeId | null; ack: boolean; repair: boolean }
+  | { kind: 'put_ack'; roundTripId: number; key: string }
+  /** The replica refused the put: it would pass its stored-bytes budget. */
+  | { kind: 'put_nack'; roundTripId: number; key: string }
+  /** Read a key: the full version, or only its digest when `digestOnly` (Cassandra's digest read). */
+  | { kind: 'get'; roundTripId: number; key: string; digestOnly: boolean }
+  | { kind: 'get_reply'; roundTripId: number; key: string; full: boolean; version: Version | null; digest: string }
+  | { kind: 'handoff'; purpose: HandoffPurpose; versions: Version[] }
+  /** [key, HLC timestamp] of each version received: only that exact version is settled. */
+  | { kind: 'handoff_ack'; purpose: HandoffPurpose; items: Array<[string, number]> }
+  | { kind: 'anti_entropy_root'; root: string; leaves: string[] }
+  | { kind: 'anti_entropy_keys'; buckets: number[]; entries: Array<[string, string]>; truncated: boolean }
+  | { kind: 'anti_entropy_push'; versions: Version[] }
+  | { kind: 'anti_entropy_pull'; keys: string[] };
+
+export type LeaderlessMessageKind = LeaderlessMessage['kind'];
+
+function isHandoffPurpose(x: unknown): x is HandoffPurpose {
+  return x === 'hint' || x === 'transfer';
+}
+
+function isKeyTimestampArray(x: unknown): x is Array<[string, number]> {
+  return Array.isArray(x) && x.every((i) => Array.isArray(i) && typeof i[0] === 'string' && typeof i[1] === 'number');
+}
+
+/** Decodes a peer message; null for anything malformed (counted by the caller, never thrown). */
+export function decodeLeaderlessMessage(x: unknown): LeaderlessMessage | null {
+  if (!isObject(x)) return null;
+  switch (x.kind) {
+    case 'heartbeat':
+      return typeof x.hlc === 'number' ? { kind: 'heartbeat', hlc: x.hlc } : null;
+    case 'put':
+      return typeof x.roundTripId === 'number' &&
+        isVersion(x.version) &&
+        (x.hintFor === null || typeof x.hintFor === 'string') &&
+        typeof x.ack === 'boolean' &&
+        typeof x.repair === 'boolean'
+        ? {
+            kind: 'put',
+            roundTripId: x.roundTripId,
+            version: x.version,
+            hintFor: x.hintFor,
+            ack: x.ack,
+            repair: x.repair,
+          }
+        : null;
+    case 'put_ack':
+    case 'put_nack':
+      return typeof x.roundTripId === 'number' && typeof x.key === 'string'
+        ? { kind: x.kind, roundTripId: x.roundTripId, key: x.key }
+        : null;
+    case 'get':
+      return typeof x.roundTripId === 'number' && typeof x.key === 'string' && typeof x.digestOnly === 'boolean'
+        ? { kind: 'get', roundTripId: x.roundTripId, key: x.key, digestOnly: x.digestOnly }
+        : null;
+    case 'get_reply':
+      return typeof x.roundTripId === 'number' &&
+        typeof x.key === 'string' &&
+        typeof x.full === 'boolean' &&
+        (x.version === null || isVersion(x.version)) &&
+        typeof x.digest === 'string'
+        ? {
+            kind: 'get_reply',
+            roundTripId: x.roundTripId,
+            key: x.key,
+            full: x.full,
+            version: x.version,
+            digest: x.digest,
+          }
+        : null;
+    case 'handoff':
+      return isHandoffPurpose(x.purpose) && isVersionArray(x.versions)
+        ? { kind: 'handoff', purpose: x.purpose, versions: x.versions }
+        : null;
+    case 'handoff_ack':
+      return isHandoffPurpose(x.purpose) && isKeyTimestampArray(x.items)
+        ? { kind: 'handoff_ack', purpose: x.purpose, items: x.items }
+        : null;
+    case 'anti_entropy_root':
+      return typeof x.root === 'string' && isStringArray(x.leaves)
+        ? { kind: 'anti_entropy_root', root: x.root, leaves: x.leaves }
+        : null;
+    case 'anti_entropy_keys':
+      return isNumberArray(x.buckets) && isPairArray(x.entries) && typeof x.truncated === 'boolean'
+        ? { kind: 'anti_entropy_keys', buckets: x.buckets, entries: x.entries, truncated: x.truncated }
+        : null;
+    case 'anti_entropy_push':
+      return isVersionArray(x.versions) ? { kind: 'anti_entropy_push', versions: x.versions } : null;
+    case 'anti_entropy_pull':
+      return isStringArray(x.keys) ? { kind: 'anti_entropy_pull', keys: x.keys } : null;
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * What a single-leader leader knows of one follower (etcd's tracker/progress.go in miniature): the
+ * index it is known to match, the next one to send, the appends in flight, and whether it needs a
+ * store copy; plus the pure rules that update it on an ack and on a stalled retransmit timer.
+ * It sends nothing and holds no log: what goes out is the core's decision (single-leader.ts replicate).
+ */
+import { invariant } from '../../../util/assert.js';
+import type { AckMessage } from './messages.js';
+
+export interface Progress {
+  /** The follower's last index known to match the leader's log (0 until it acks). */
+  match: number;
+  /** The index of the next entry to send it. */
+  next: number;
+  /** When we last sent something that is still unacknowledged (retransmit timer). */
+  sentAt: number;
+  /** Appends sent and not yet acknowledged (at most singleLeaderAppendsInFlightMax). */
+  inflight: number;
+  /** The follower is to get a store copy at the next drain. */
+  needStoreCopy: boolean;
+}
+
+export function newProgress(next: number, now: number, needStoreCopy: boolean): Progress {
+  invariant(next >= 1, () => `the next index to send is at least 1 (got ${next})`);
+  return { match: 0, next, sentAt: now, inflight: 0, needStoreCopy };
+}
+
+/**
+ * A follower's ack. Success: it matches up to `matchIndex` (capped at the leader's last index; a
+ * stale ack never lowers what is known). Failure: it asks for the entries after `matchIndex`, or for
+ * a store copy when matchIndex < 0 (a diverged history) or when those entries are compacted away
+ * (before `firstIndex`).
+ */
+export function applyAck(p: Progress, ack: AckMessage, lastIndex: number, firstIndex: number, now: number): void {
+  p.inflight = Math.max(0, p.inflight - 1);
+  if (ack.success) {
+    if (ack.matchIndex > p.match) {
+      p.match = Math.min(ack.matchIndex, lastIndex);
+      p.sentAt = now;
+    }
+    if (p.next <= p.match) p.next = p.match + 1;
+  } else if (ack.matchIndex < 0 || ack.matchIndex < firstIndex - 1) {
+    p.needStoreCopy = true;
+    p.inflight = 0;
+  } else {
+    p.match = Math.min(p.match, ack.matchIndex);
+    p.next = ack.matchIndex + 1;
+    p.inflight = 0;
+  }
+}
+
+/**
+ * No progress from a lagging follower for `retransmitMs`: resend from what it has confirmed
+ * (handles drops and pauses). True when the timer fired.
+ */
+export function retransmitIfStalled(p: Progress, lastIndex: number, now: number, retransmitMs: number): boolean {
+  if (p.match >= lastIndex || now - p.sentAt < retransmitMs) return false;
+  p.next = p.match + 1;
+  p.inflight = 0;
+  p.sentAt = now;
+  return true;
+}
