@@ -17,7 +17,8 @@ import { silentLogger } from '../src/util/logger.js';
 import { SeededRng } from '../src/util/rng.js';
 import { recordResult } from './results.js';
 
-const fmt = (n: number): string => (Number.isInteger(n) || n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
+const fmt = (n: number): string =>
+  Number.isInteger(n) || n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2);
 
 function table(title: string, header: string[], rows: Array<Array<string | number>>): void {
   console.log(`\n${title}`);
@@ -52,14 +53,30 @@ process.stdout.write('ready\\n');
 process.stdin.on('data', () => { for (const ws of sockets) ws.terminate(); process.exit(0); });
 `;
 
-async function busToClients(clients: number, events: number): Promise<{ eventsPerSec: number; framesPerSec: number; dropped: number }> {
-  const handle = await startClockLab({ port: 0, proxyPort: false, host: '127.0.0.1', env: { VC_SEED: '1', VC_WS_CLIENT_QUEUE_BYTES: String(64 * 1024 * 1024) }, logger: silentLogger() });
+async function busToClients(
+  clients: number,
+  events: number,
+): Promise<{ eventsPerSec: number; framesPerSec: number; dropped: number }> {
+  const handle = await startClockLab({
+    port: 0,
+    proxyPort: false,
+    host: '127.0.0.1',
+    env: { VC_SEED: '1', VC_WS_CLIENT_QUEUE_BYTES: String(64 * 1024 * 1024) },
+    logger: silentLogger(),
+  });
   const lab = handle.lab;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', clientScript, `ws://127.0.0.1:${handle.port}/ws`, String(clients)], { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', clientScript, `ws://127.0.0.1:${handle.port}/ws`, String(clients)],
+    { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const lines: string[] = [];
   const waiters: Array<(line: string) => void> = [];
   child.stdout.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n').filter((l) => l !== '')) {
+    for (const line of chunk
+      .toString()
+      .split('\n')
+      .filter((l) => l !== '')) {
       const w = waiters.shift();
       if (w) w(line);
       else lines.push(line);
@@ -85,7 +102,9 @@ async function busToClients(clients: number, events: number): Promise<{ eventsPe
   await nextLine(); // done: the last client got the probe
   const ms = performance.now() - t0;
   const metrics = await (await fetch(`http://127.0.0.1:${handle.port}/metrics`)).text();
-  const dropped = Number(/^vc_ws_events_dropped_total (\S+)$/m.exec(metrics)?.[1] ?? 0) + Number(/^vc_event_bus_publish_drops (\S+)$/m.exec(metrics)?.[1] ?? 0);
+  const dropped =
+    Number(/^vc_ws_events_dropped_total (\S+)$/m.exec(metrics)?.[1] ?? 0) +
+    Number(/^vc_event_bus_publish_drops (\S+)$/m.exec(metrics)?.[1] ?? 0);
   child.stdin.write('bye\n');
   await new Promise((r) => child.once('exit', r));
   await handle.close();
@@ -118,7 +137,13 @@ function fabricBaseline(n: number, messages: number): number {
 
 function labMessages(n: number, messages: number, clock: 'vector' | 'matrix', cast: 'unicast' | 'broadcast'): number {
   let delivered = 0;
-  const lab = new Lab({ rng: new SeededRng(1), emit: (type) => { if (type === 'message_delivered') delivered++; }, config: { defaultDelayMs: 1, initialBalance: 0 } });
+  const lab = new Lab({
+    rng: new SeededRng(1),
+    emit: (type) => {
+      if (type === 'message_delivered') delivered++;
+    },
+    config: { defaultDelayMs: 1, initialBalance: 0 },
+  });
   for (let i = 0; i < n; i++) lab.spawn(`p${i}`, clock);
   const rng = new SeededRng(2);
   const t0 = performance.now();
@@ -147,7 +172,13 @@ function labMessages(n: number, messages: number, clock: 'vector' | 'matrix', ca
 
 function snapshotTime(n: number, runs: number): { ms: number; virtualMs: number; markers: number } {
   let markers = 0;
-  const lab = new Lab({ rng: new SeededRng(1), emit: (type) => { if (type === 'marker_sent') markers++; }, config: { defaultDelayMs: 1 } });
+  const lab = new Lab({
+    rng: new SeededRng(1),
+    emit: (type) => {
+      if (type === 'marker_sent') markers++;
+    },
+    config: { defaultDelayMs: 1 },
+  });
   for (let i = 0; i < n; i++) lab.spawn(`p${i}`, 'vector');
   // some traffic in flight so channel states are recorded
   for (let i = 0; i < n; i++) lab.send(`p${i}`, `p${(i + 1) % n}`, 'transfer', 1);
@@ -176,7 +207,14 @@ async function main(): Promise<void> {
     const events = 40_000;
     const r = await busToClients(clients, events);
     if (clients === 1) base = r.framesPerSec;
-    busRows.push([clients, events, r.eventsPerSec, r.framesPerSec, `${(r.framesPerSec / base).toFixed(2)}x`, r.dropped]);
+    busRows.push([
+      clients,
+      events,
+      r.eventsPerSec,
+      r.framesPerSec,
+      `${(r.framesPerSec / base).toFixed(2)}x`,
+      r.dropped,
+    ]);
     if (clients > 1) {
       recordResult({
         benchmark: 'clocklab',
@@ -187,11 +225,18 @@ async function main(): Promise<void> {
         runs: [r.framesPerSec],
         baselineRuns: [base],
         ratio: r.framesPerSec / base,
-        method: `Frames per second delivered from the clock lab's event bus to WebSocket clients (real ` + `server and sockets; clients in a child process) for ${events.toLocaleString('en-US')} ` + `events, one run per client count (no range), ${r.dropped} dropped; ratio = N clients ÷ 1 client.`,
+        method:
+          `Frames per second delivered from the clock lab's event bus to WebSocket clients (real ` +
+          `server and sockets; clients in a child process) for ${events.toLocaleString('en-US')} ` +
+          `events, one run per client count (no range), ${r.dropped} dropped; ratio = N clients ÷ 1 client.`,
       });
     }
   }
-  table('1. events through the bus to WebSocket clients (clients in a child process, both on this 2-core machine)', ['clients', 'events', 'events/s (all clients done)', 'frames/s delivered', 'frames vs 1 client', 'dropped'], busRows);
+  table(
+    '1. events through the bus to WebSocket clients (clients in a child process, both on this 2-core machine)',
+    ['clients', 'events', 'events/s (all clients done)', 'frames/s delivered', 'frames vs 1 client', 'dropped'],
+    busRows,
+  );
 
   const msgRows: Array<Array<string | number>> = [];
   const baseline = fabricBaseline(10, 200_000);
@@ -214,14 +259,25 @@ async function main(): Promise<void> {
       runs: [r],
       baselineRuns: [baseline],
       ratio: r / baseline,
-      method: 'Application messages per second sent and causally delivered in virtual time in one ' + 'thread, one run each (no range), against the bare fabric moving 200,000 messages in ' + 'the same process; ratio = lab ÷ bare fabric.',
+      method:
+        'Application messages per second sent and causally delivered in virtual time in one ' +
+        'thread, one run each (no range), against the bare fabric moving 200,000 messages in ' +
+        'the same process; ratio = lab ÷ bare fabric.',
     });
   }
-  table('2. messages/s between processes (send + causal delivery, virtual time)', ['path', 'processes', 'cast', 'messages/s', 'vs baseline'], msgRows);
+  table(
+    '2. messages/s between processes (send + causal delivery, virtual time)',
+    ['path', 'processes', 'cast', 'messages/s', 'vs baseline'],
+    msgRows,
+  );
 
   const snapRows: Array<Array<string | number>> = [];
   let base10 = 0;
-  for (const [n, runs] of [[10, 50], [50, 10], [100, 5]] as const) {
+  for (const [n, runs] of [
+    [10, 50],
+    [50, 10],
+    [100, 5],
+  ] as const) {
     const r = snapshotTime(n, runs);
     if (n === 10) base10 = r.ms;
     snapRows.push([n, r.markers, r.ms, r.virtualMs, `${(r.ms / base10).toFixed(1)}x`]);
@@ -235,11 +291,17 @@ async function main(): Promise<void> {
         runs: [r.ms],
         baselineRuns: [base10],
         ratio: r.ms / base10,
-        method: 'Wall (CPU) time of one snapshot to completion in virtual time with 1-ms channels, ' + `mean over ${runs} snapshots (no range); ratio = N processes ÷ 10 processes.`,
+        method:
+          'Wall (CPU) time of one snapshot to completion in virtual time with 1-ms channels, ' +
+          `mean over ${runs} snapshots (no range); ratio = N processes ÷ 10 processes.`,
       });
     }
   }
-  table('3. Chandy–Lamport snapshot completion (1 ms channels; wall time is CPU cost)', ['processes', 'markers', 'wall ms', 'virtual ms', 'vs 10 processes'], snapRows);
+  table(
+    '3. Chandy–Lamport snapshot completion (1 ms channels; wall time is CPU cost)',
+    ['processes', 'markers', 'wall ms', 'virtual ms', 'vs 10 processes'],
+    snapRows,
+  );
 }
 
 await main();

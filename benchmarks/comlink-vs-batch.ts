@@ -13,19 +13,24 @@ import { median, recordResult } from './results.js';
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 3);
 const concurrency = 64;
 const { port1, port2 } = new MessageChannel();
-const worker = new Worker(new URL('../workers/bench-echo.js', import.meta.url), { workerData: { control: port2 }, transferList: [port2] });
+const worker = new Worker(new URL('../workers/bench-echo.js', import.meta.url), {
+  workerData: { control: port2 },
+  transferList: [port2],
+});
 const remote = Comlink.wrap<{ write(key: string, value: string): { ok: boolean } }>(nodeEndpoint(port1));
 await remote.write('warm', 'up');
 
 async function drive(call: () => Promise<unknown>): Promise<number> {
   let done = 0;
   const end = performance.now() + seconds * 1000;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      await call();
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await call();
+        done++;
+      }
+    }),
+  );
   return done / seconds;
 }
 
@@ -41,20 +46,21 @@ worker.on('message', (m: { out?: ArrayBuffer }) => {
     pending.delete(r.id);
   }
 });
-const batched = (key: string, value: string) => new Promise((resolve) => {
-  const id = nextId++;
-  pending.set(id, resolve);
-  queue.push({ id, key, value });
-  if (!scheduled) {
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      const req = encodeTransferable(queue);
-      queue = [];
-      worker.postMessage({ req }, [req]);
-    });
-  }
-});
+const batched = (key: string, value: string) =>
+  new Promise((resolve) => {
+    const id = nextId++;
+    pending.set(id, resolve);
+    queue.push({ id, key, value });
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(() => {
+        scheduled = false;
+        const req = encodeTransferable(queue);
+        queue = [];
+        worker.postMessage({ req }, [req]);
+      });
+    }
+  });
 
 const reps = Math.max(1, Math.floor(Number(process.env['BENCH_REPS'] ?? 3)));
 const comlinkRuns: number[] = [];
@@ -82,11 +88,16 @@ recordResult({
   baselineRuns: comlinkRuns,
   ratio: median(ratios),
   ratioRuns: ratios,
-  method: 'Requests per second answered by one echo worker (workers/bench-echo.ts, no ' + `replication core) with 64 concurrent callers in the front process, ${seconds} s per ` + `timing, ${reps} alternating repetitions, worker start-up not timed; ratio = batched ÷ comlink.`,
+  method:
+    'Requests per second answered by one echo worker (workers/bench-echo.ts, no ' +
+    `replication core) with 64 concurrent callers in the front process, ${seconds} s per ` +
+    `timing, ${reps} alternating repetitions, worker start-up not timed; ratio = batched ÷ comlink.`,
 });
-console.log(table([
-  { transport: 'comlink call per request', 'req/s': Math.round(viaComlink), ratio: 1 },
-  { transport: 'batched msgpack per turn (hot path)', 'req/s': Math.round(viaBatch), ratio: viaBatch / viaComlink },
-]));
+console.log(
+  table([
+    { transport: 'comlink call per request', 'req/s': Math.round(viaComlink), ratio: 1 },
+    { transport: 'batched msgpack per turn (hot path)', 'req/s': Math.round(viaBatch), ratio: viaBatch / viaComlink },
+  ]),
+);
 await worker.terminate();
 port1.close();

@@ -23,7 +23,11 @@ async function getJson(base: string, p: string): Promise<any> {
   return r.json();
 }
 async function post(base: string, p: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(base + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(base + p, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: r.status, body: await r.json().catch(() => undefined) };
 }
 
@@ -42,13 +46,16 @@ for (const strategy of strategies) {
     const follower = ['n1', 'n2', 'n3'].find((n) => n !== leader) as string;
     let next = 0;
     let ok = 0;
-    const writeUpTo = (n: number): Promise<unknown> => Promise.all(Array.from({ length: writersMax }, async () => {
-      while (next < n) {
-        const i = next++;
-        const r = await post(base, `/api/v1/clusters/${cl.id}/write`, { key: `k${i % 1000}`, value: `value-${i}` });
-        if (r.status === 200) ok++;
-      }
-    }));
+    const writeUpTo = (n: number): Promise<unknown> =>
+      Promise.all(
+        Array.from({ length: writersMax }, async () => {
+          while (next < n) {
+            const i = next++;
+            const r = await post(base, `/api/v1/clusters/${cl.id}/write`, { key: `k${i % 1000}`, value: `value-${i}` });
+            if (r.status === 200) ok++;
+          }
+        }),
+      );
     await writeUpTo(before);
     await sleep(200);
     await post(base, `/api/v1/clusters/${cl.id}/nodes/${follower}/crash`);
@@ -97,6 +104,10 @@ for (const [strategy, r] of Object.entries(results)) {
     baselineRuns: r.writes,
     ratioRuns: r.caughtUp.map((x, i) => x / (r.writes[i] as number)),
     ratio: r.caughtUp.reduce((a, b) => a + b, 0) / r.writes.reduce((a, b) => a + b, 0),
-    method: `a follower is crashed (worker killed), ${entries} writes are committed without it, ` + 'then POST .../restart; timed from the restart request (a new worker folding its ' + `durable records) until the follower's last_applied reaches the leader's, polled every ` + '5 ms; the baseline is the time the same writes took',
+    method:
+      `a follower is crashed (worker killed), ${entries} writes are committed without it, ` +
+      'then POST .../restart; timed from the restart request (a new worker folding its ' +
+      `durable records) until the follower's last_applied reaches the leader's, polled every ` +
+      '5 ms; the baseline is the time the same writes took',
   });
 }

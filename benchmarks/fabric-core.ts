@@ -22,9 +22,11 @@ interface Case {
 /** Calls send(from, to) perLinkPerRound times for every ordered pair, in the case's pattern. */
 function eachMessage(c: Case, nodes: string[], send: (from: string, to: string) => void): void {
   if (c.pattern === 'burst') {
-    for (const from of nodes) for (const to of nodes) if (from !== to) for (let k = 0; k < perLinkPerRound; k++) send(from, to);
+    for (const from of nodes)
+      for (const to of nodes) if (from !== to) for (let k = 0; k < perLinkPerRound; k++) send(from, to);
   } else {
-    for (let k = 0; k < perLinkPerRound; k++) for (const from of nodes) for (const to of nodes) if (from !== to) send(from, to);
+    for (let k = 0; k < perLinkPerRound; k++)
+      for (const from of nodes) for (const to of nodes) if (from !== to) send(from, to);
   }
 }
 
@@ -87,14 +89,17 @@ function main(): void {
   const payload = new Uint8Array(48);
   const cases: Case[] = [];
   for (const nodes of [3, 5]) {
-    for (const latencyMs of [0, 5]) for (const pattern of ['burst', 'interleaved'] as const) cases.push({ nodes, latencyMs, pattern });
+    for (const latencyMs of [0, 5])
+      for (const pattern of ['burst', 'interleaved'] as const) cases.push({ nodes, latencyMs, pattern });
   }
   // Warm-up so both paths are optimised before measuring.
   for (const c of cases) {
     runFabric(c, payload);
     runBaseline(c, payload);
   }
-  const rows: string[][] = [['nodes', 'latency', 'pattern', 'max in flight', 'fabric msg/s', 'arrays msg/s', 'fabric/arrays']];
+  const rows: string[][] = [
+    ['nodes', 'latency', 'pattern', 'max in flight', 'fabric msg/s', 'arrays msg/s', 'fabric/arrays'],
+  ];
   for (const c of cases) {
     const fabricRuns: number[] = [];
     const baseRuns: number[] = [];
@@ -118,7 +123,11 @@ function main(): void {
       baselineRuns: baseRuns,
       ratio: median(ratios),
       ratioRuns: ratios,
-      method: `The fabric data structure alone in one thread (no workers, no encoding): ${rounds} ` + `rounds × ${perLinkPerRound} 48-byte messages per link per round through submit + ` + `deliverDue, against the same messages pushed into plain arrays; ${reps} alternating ` + 'repetitions after one warm-up pass; ratio = fabric ÷ arrays.',
+      method:
+        `The fabric data structure alone in one thread (no workers, no encoding): ${rounds} ` +
+        `rounds × ${perLinkPerRound} 48-byte messages per link per round through submit + ` +
+        `deliverDue, against the same messages pushed into plain arrays; ${reps} alternating ` +
+        'repetitions after one warm-up pass; ratio = fabric ÷ arrays.',
     });
     rows.push([
       String(c.nodes),
@@ -132,7 +141,9 @@ function main(): void {
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] as string).length)));
   for (const r of rows) console.log(r.map((cell, i) => cell.padStart(widths[i] as number)).join('  '));
-  console.log(`(${rounds} rounds x ${perLinkPerRound} messages per link per round, median of ${reps}; node ${process.version})`);
+  console.log(
+    `(${rounds} rounds x ${perLinkPerRound} messages per link per round, median of ${reps}; node ${process.version})`,
+  );
 }
 
 main();

@@ -140,7 +140,11 @@ const reps = Math.max(1, Math.floor(Number(process.env['BENCH_REPS'] ?? 3)));
 const inflight = 2000;
 const rows: Array<Record<string, string | number>> = [];
 const syntheticMethod =
-  'Messages per second delivered to synthetic ping peers (worker threads that only ' + `bounce msgpack pings, no replication core; ${inflight} in flight per peer) over ` + `${seconds} s after 1 s of warm-up, through the fabric in the front process vs through ` + `a bare relay that only regroups batches by destination; ${reps} alternating run(s) ` + 'per mode, worker start-up not timed; ratio = fabric ÷ relay.';
+  'Messages per second delivered to synthetic ping peers (worker threads that only ' +
+  `bounce msgpack pings, no replication core; ${inflight} in flight per peer) over ` +
+  `${seconds} s after 1 s of warm-up, through the fabric in the front process vs through ` +
+  `a bare relay that only regroups batches by destination; ${reps} alternating run(s) ` +
+  'per mode, worker start-up not timed; ratio = fabric ÷ relay.';
 const synthetic3: number[] = [];
 for (const nodes of [3, 5]) {
   // Alternate the two modes: the machine is noisy.
@@ -153,7 +157,13 @@ for (const nodes of [3, 5]) {
   if (nodes === 3) synthetic3.push(...fabrics);
   const ratios = fabrics.map((f, i) => f / (relays[i] as number));
   const ratio = median(ratios);
-  rows.push({ peers: `${nodes} synthetic ping peers`, 'in flight': inflight * nodes, 'bare relay msg/s': Math.round(median(relays)), 'fabric msg/s': Math.round(median(fabrics)), ratio });
+  rows.push({
+    peers: `${nodes} synthetic ping peers`,
+    'in flight': inflight * nodes,
+    'bare relay msg/s': Math.round(median(relays)),
+    'fabric msg/s': Math.round(median(fabrics)),
+    ratio,
+  });
   recordResult({
     benchmark: 'fabric-workers',
     measure: `${nodes} synthetic ping peers (not simulated nodes)`,
@@ -211,7 +221,14 @@ for (const strategy of ['single_leader', 'raft'] as const) {
     ratio: median(ratios),
     ratioRuns: ratios,
     method:
-      `Node-to-node messages per second delivered by the fabric of a 3-node ${strategy} ` + 'cluster (src/replication/cluster.ts: node actors in worker threads running the real ' + `core) while the front process keeps ${writesInFlight} client writes outstanding ` + `(${keysCount} rotating keys, 64-byte values; ` + `${Math.round(median(writes)).toLocaleString('en-US')} writes/s median), counted over ` + `${seconds} s after 1 s of warm-up, cluster start-up and leader election not timed; ` + 'alternating with a synthetic 3-peer fabric run; ratio = real ÷ synthetic (how much of ' + `the fabric's synthetic rate the real cores drive).`,
+      `Node-to-node messages per second delivered by the fabric of a 3-node ${strategy} ` +
+      'cluster (src/replication/cluster.ts: node actors in worker threads running the real ' +
+      `core) while the front process keeps ${writesInFlight} client writes outstanding ` +
+      `(${keysCount} rotating keys, 64-byte values; ` +
+      `${Math.round(median(writes)).toLocaleString('en-US')} writes/s median), counted over ` +
+      `${seconds} s after 1 s of warm-up, cluster start-up and leader election not timed; ` +
+      'alternating with a synthetic 3-peer fabric run; ratio = real ÷ synthetic (how much of ' +
+      `the fabric's synthetic rate the real cores drive).`,
   });
 }
 console.log('\n' + table(realRows));

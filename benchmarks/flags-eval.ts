@@ -11,7 +11,14 @@
  * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per timing, default 0.5]
  *   [rounds, default 5]
  */
-import { Context, init, integrations, type LDClient, type LDContext, type LDEvaluationDetail } from '@launchdarkly/node-server-sdk';
+import {
+  Context,
+  init,
+  integrations,
+  type LDClient,
+  type LDContext,
+  type LDEvaluationDetail,
+} from '@launchdarkly/node-server-sdk';
 import { median, recordResult } from './results.js';
 import { compileFlag, evaluate, type EvalStore } from '../src/flags/eval/evaluate.js';
 import type { Clause, ClauseOp, EvalContext, FlagDefinition, SegmentDefinition } from '../src/flags/model/types.js';
@@ -120,7 +127,13 @@ function ldClause(c: Clause) {
   if (op === undefined) throw new Error(`no LaunchDarkly operator for ${c.op}`);
   // LaunchDarkly compares numbers as JSON numbers; ours are sent as strings.
   const values = NUMERIC.has(c.op) ? c.values.map(Number) : c.values;
-  return { attribute: c.op === 'segmentMatch' ? 'key' : c.attribute, op, values, negate: c.negate === true, contextKind: 'user' };
+  return {
+    attribute: c.op === 'segmentMatch' ? 'key' : c.attribute,
+    op,
+    values,
+    negate: c.negate === true,
+    contextKind: 'user',
+  };
 }
 
 function ldFlag(f: FlagDefinition) {
@@ -138,8 +151,16 @@ function ldFlag(f: FlagDefinition) {
         : { variation: index(f.defaultVariation) },
     targets: f.targets.map((t) => ({ values: t.contextKeys, variation: index(t.variation) })),
     contextTargets: [],
-    rules: f.rules.map((r) => ({ id: r.id, clauses: r.clauses.map(ldClause), variation: index(r.variation), trackEvents: false })),
-    prerequisites: f.prerequisites.map((p) => ({ key: p.flagKey, variation: (flags.get(p.flagKey) as FlagDefinition).variations.findIndex((v) => v.key === p.variation) })),
+    rules: f.rules.map((r) => ({
+      id: r.id,
+      clauses: r.clauses.map(ldClause),
+      variation: index(r.variation),
+      trackEvents: false,
+    })),
+    prerequisites: f.prerequisites.map((p) => ({
+      key: p.flagKey,
+      variation: (flags.get(p.flagKey) as FlagDefinition).variations.findIndex((v) => v.key === p.variation),
+    })),
     trackEvents: false,
     trackEventsFallthrough: false,
     clientSide: false,
@@ -182,17 +203,23 @@ const ldContexts = contexts.map((c) => ({ ...c, kind: 'user', key: c.key as stri
 // evaluator.evaluateCb with a callback. With the in-memory store every callback fires before the
 // call returns, so evaluateCb is synchronous here (checked below: it throws if it is not).
 
-interface LdEvalResult { detail: LDEvaluationDetail }
+interface LdEvalResult {
+  detail: LDEvaluationDetail;
+}
 interface LdInternals {
   _evaluator: { evaluateCb(flag: unknown, context: unknown, cb: (r: LdEvalResult) => void): void };
   _featureStore: { get(kind: { namespace: string }, key: string, cb: (item: unknown) => void): void };
 }
 
-function ldSyncPath(client: LDClient): { flag(key: string): unknown; evaluate(flag: unknown, context: LDContext): LDEvaluationDetail } {
+function ldSyncPath(client: LDClient): {
+  flag(key: string): unknown;
+  evaluate(flag: unknown, context: LDContext): LDEvaluationDetail;
+} {
   const internals = client as unknown as Partial<LdInternals>;
   const evaluator = internals._evaluator;
   const store = internals._featureStore;
-  if (evaluator === undefined || store === undefined) throw new Error('this LaunchDarkly SDK version has no reachable synchronous evaluator');
+  if (evaluator === undefined || store === undefined)
+    throw new Error('this LaunchDarkly SDK version has no reachable synchronous evaluator');
   return {
     flag(key) {
       let item: unknown;
@@ -245,7 +272,12 @@ async function main(): Promise<void> {
   const td = new integrations.TestData();
   for (const f of [simple, gate, complex]) await td.usePreconfiguredFlag(ldFlag(f));
   await td.usePreconfiguredSegment(ldSegment(beta));
-  const client = init('sdk-key', { updateProcessor: td.getFactory(), sendEvents: false, diagnosticOptOut: true, logger: silent });
+  const client = init('sdk-key', {
+    updateProcessor: td.getFactory(),
+    sendEvents: false,
+    diagnosticOptOut: true,
+    logger: silent,
+  });
   await client.waitForInitialization({ timeout: 5 });
   const ld = ldSyncPath(client);
 
@@ -264,9 +296,16 @@ async function main(): Promise<void> {
         if (theirsSync.value !== theirs.value || theirsSync.reason.kind !== theirs.reason.kind) disagree++;
         if (f === complex) reasons.set(ours.reason.kind, (reasons.get(ours.reason.kind) ?? 0) + 1);
       }
-      if (disagree > 0) throw new Error(`${f.key}: simlab's evaluator and LaunchDarkly's disagree on ${disagree} evaluations ` + `of ${contextsCount} contexts`);
+      if (disagree > 0)
+        throw new Error(
+          `${f.key}: simlab's evaluator and LaunchDarkly's disagree on ${disagree} evaluations ` +
+            `of ${contextsCount} contexts`,
+        );
     }
-    console.log('Equivalence: simlab and LaunchDarkly (sync and awaited) agree on value and reason ' + `kind for ${contextsCount} contexts on both flags.`);
+    console.log(
+      'Equivalence: simlab and LaunchDarkly (sync and awaited) agree on value and reason ' +
+        `kind for ${contextsCount} contexts on both flags.`,
+    );
     console.log(`Complex-flag outcomes over the pool: ${[...reasons].map(([k, n]) => `${k} ${n}`).join(', ')}\n`);
 
     const cases = [
@@ -278,7 +317,8 @@ async function main(): Promise<void> {
       const timings = {
         oursSync: () => Promise.resolve(timeSync((i) => evaluate(f, contexts[i] as EvalContext, store))),
         ldSync: () => Promise.resolve(timeSync((i) => ld.evaluate(ldFlagItem, ldContexts[i] as LDContext))),
-        oursAwaited: () => timeAsync(async (i) => evaluate(store.flag(f.key) as FlagDefinition, contexts[i] as EvalContext, store)),
+        oursAwaited: () =>
+          timeAsync(async (i) => evaluate(store.flag(f.key) as FlagDefinition, contexts[i] as EvalContext, store)),
         ldAwaited: () => timeAsync((i) => client.variationDetail(f.key, ldContexts[i] as LDContext, null)),
       };
       type Key = keyof typeof timings;
@@ -290,13 +330,25 @@ async function main(): Promise<void> {
         for (const k of thisRound) runs[k].push(await timings[k]());
       }
       const ratios = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] as number));
-      const fmt = (xs: number[]) => `${Math.round(median(xs)).toLocaleString('en-US')} ` + `(${Math.round(Math.min(...xs)).toLocaleString('en-US')}–` + `${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
+      const fmt = (xs: number[]) =>
+        `${Math.round(median(xs)).toLocaleString('en-US')} ` +
+        `(${Math.round(Math.min(...xs)).toLocaleString('en-US')}–` +
+        `${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
       const syncRatios = ratios(runs.oursSync, runs.ldSync);
       const awaitedRatios = ratios(runs.oursAwaited, runs.ldAwaited);
       console.log(`${name}:`);
-      console.log(`  sync     simlab evaluate() ${fmt(runs.oursSync)} evals/s  LD Evaluator.evaluateCb ` + `${fmt(runs.ldSync)} evals/s  ratio ${median(syncRatios).toFixed(2)}`);
-      console.log(`  awaited  simlab (async)    ${fmt(runs.oursAwaited)} evals/s  LD variationDetail     ` + `${fmt(runs.ldAwaited)} evals/s  ratio ${median(awaitedRatios).toFixed(2)}`);
-      const common = `${contextsCount} distinct contexts (the same on both sides, both evaluators checked ` + `to agree on every one), ${rounds} rounds of ${secondsPerCase} s per path in ` + 'alternating order, events off, LaunchDarkly fed offline by TestData';
+      console.log(
+        `  sync     simlab evaluate() ${fmt(runs.oursSync)} evals/s  LD Evaluator.evaluateCb ` +
+          `${fmt(runs.ldSync)} evals/s  ratio ${median(syncRatios).toFixed(2)}`,
+      );
+      console.log(
+        `  awaited  simlab (async)    ${fmt(runs.oursAwaited)} evals/s  LD variationDetail     ` +
+          `${fmt(runs.ldAwaited)} evals/s  ratio ${median(awaitedRatios).toFixed(2)}`,
+      );
+      const common =
+        `${contextsCount} distinct contexts (the same on both sides, both evaluators checked ` +
+        `to agree on every one), ${rounds} rounds of ${secondsPerCase} s per path in ` +
+        'alternating order, events off, LaunchDarkly fed offline by TestData';
       recordResult({
         benchmark: 'flags-eval',
         measure: `${name}, synchronous`,
@@ -307,7 +359,11 @@ async function main(): Promise<void> {
         baselineRuns: runs.ldSync,
         ratio: median(syncRatios),
         ratioRuns: syncRatios,
-        method: `Evaluations per second in one thread, ${common}; simlab gets the flag object and a ` + 'plain context, LaunchDarkly the flag item from its store (looked up once) and builds ' + 'its Context from the plain context per call; ratio = simlab ÷ LaunchDarkly (> 1: ' + 'simlab faster).',
+        method:
+          `Evaluations per second in one thread, ${common}; simlab gets the flag object and a ` +
+          'plain context, LaunchDarkly the flag item from its store (looked up once) and builds ' +
+          'its Context from the plain context per call; ratio = simlab ÷ LaunchDarkly (> 1: ' +
+          'simlab faster).',
       });
       recordResult({
         benchmark: 'flags-eval',
@@ -319,10 +375,15 @@ async function main(): Promise<void> {
         baselineRuns: runs.ldAwaited,
         ratio: median(awaitedRatios),
         ratioRuns: awaitedRatios,
-        method: `Evaluations per second, one awaited call after another in one thread, ${common}; both ` + 'sides look the flag up by key per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).',
+        method:
+          `Evaluations per second, one awaited call after another in one thread, ${common}; both ` +
+          'sides look the flag up by key per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).',
       });
     }
-    console.log(`\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct ` + `contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`);
+    console.log(
+      `\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct ` +
+        `contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`,
+    );
   } finally {
     client.close();
   }

@@ -39,19 +39,32 @@ interface Load {
 async function measure(load: Load, secs: number): Promise<WrkResult> {
   if (wrkAvailable()) {
     const u = new URL(load.url);
-    return runWrk(load.url, { connections, seconds: secs, ...(load.post ? { lua: luaPost(u.pathname, load.post.body, load.post.authorization) } : {}) });
+    return runWrk(load.url, {
+      connections,
+      seconds: secs,
+      ...(load.post ? { lua: luaPost(u.pathname, load.post.body, load.post.authorization) } : {}),
+    });
   }
   // autocannon ships no types: import it by a computed name and describe the little we use.
   const name = 'autocannon';
   const { default: autocannon } = (await import(name)) as {
-    default: (o: Record<string, unknown>) => Promise<{ requests: { average: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }>;
+    default: (o: Record<string, unknown>) => Promise<{
+      requests: { average: number };
+      latency: { p50: number; p99: number };
+      errors: number;
+      non2xx: number;
+    }>;
   };
   const r = await autocannon({
     url: load.url,
     connections,
     duration: secs,
     ...(load.post
-      ? { method: 'POST', body: JSON.stringify(load.post.body), headers: { 'content-type': 'application/json', authorization: load.post.authorization } }
+      ? {
+          method: 'POST',
+          body: JSON.stringify(load.post.body),
+          headers: { 'content-type': 'application/json', authorization: load.post.authorization },
+        }
       : {}),
   });
   return { rps: r.requests.average, p50ms: r.latency.p50, p99ms: r.latency.p99, errors: r.errors + r.non2xx };
@@ -68,10 +81,20 @@ async function fetchRetry(input: string, init?: RequestInit): Promise<Response> 
   }
 }
 
-async function call(base: string, method: string, p: string, token: string | undefined, body?: unknown): Promise<unknown> {
+async function call(
+  base: string,
+  method: string,
+  p: string,
+  token: string | undefined,
+  body?: unknown,
+): Promise<unknown> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token) headers['authorization'] = `Bearer ${token}`;
-  const r = await fetchRetry(base + p, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const r = await fetchRetry(base + p, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await r.text();
   if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${text}`);
   return text ? JSON.parse(text) : undefined;
@@ -91,7 +114,14 @@ function flagBody(i: number): unknown {
     targets: [{ contextKeys: ['vip-1', 'vip-2'], variation: 'c' }],
     rules: [
       { id: 'beta-users', clauses: [{ attribute: '', op: 'segmentMatch', values: ['bench'] }], variation: 'b' },
-      { id: 'nl', clauses: [{ attribute: 'country', op: 'in', values: ['NL', 'BE'] }, { attribute: 'version', op: 'semverGte', values: ['2.1'] }], variation: 'c' },
+      {
+        id: 'nl',
+        clauses: [
+          { attribute: 'country', op: 'in', values: ['NL', 'BE'] },
+          { attribute: 'version', op: 'semverGte', values: ['2.1'] },
+        ],
+        variation: 'c',
+      },
     ],
     rollout: [
       { variation: 'a', weight: 50000 },
@@ -119,7 +149,9 @@ async function openStreams(port: number, sdkKey: string, n: number): Promise<Str
   const sockets: Socket[] = [];
   const tails: string[] = [];
   let watch: { marker: string; left: number; seen: boolean[]; done: () => void } | undefined;
-  const request = `GET /sdk/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${sdkKey}\r\n` + `Accept: text/event-stream\r\n\r\n`;
+  const request =
+    `GET /sdk/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${sdkKey}\r\n` +
+    `Accept: text/event-stream\r\n\r\n`;
   const batch = 250;
   for (let i = 0; i < n; i += batch) {
     const opened: Array<Promise<void>> = [];
@@ -184,19 +216,33 @@ const flags = await startChild(
 );
 try {
   const url = `http://127.0.0.1:${flags.port}`;
-  const login = (await call(url, 'POST', '/auth/login', undefined, { email: 'bench@example.com', password: 'bench-password' })) as { accessToken: string };
+  const login = (await call(url, 'POST', '/auth/login', undefined, {
+    email: 'bench@example.com',
+    password: 'bench-password',
+  })) as { accessToken: string };
   const token = login.accessToken;
   const E = '/api/v1/projects/bench/environments/prod';
   await call(url, 'POST', '/api/v1/projects/bench/segments', token, { key: 'bench', included: ['u-1'] });
   for (let i = 0; i < flagsCount; i++) await call(url, 'POST', `${E}/flags`, token, flagBody(i));
-  const sdkKey = ((await call(url, 'GET', '/api/v1/projects/bench/environments', token)) as Array<{ sdkKey: string }>)[0]?.sdkKey ?? '';
+  const sdkKey =
+    ((await call(url, 'GET', '/api/v1/projects/bench/environments', token)) as Array<{ sdkKey: string }>)[0]?.sdkKey ??
+    '';
   const context = { key: 'user-42', country: 'NL', version: '2.3.0' };
 
   const loads: Array<[string, Load]> = [
     ['flags GET /healthz (adapter floor)', { url: `${url}/healthz` }],
-    ['POST /sdk/v1/evaluate, 1 flag', { url: `${url}/sdk/v1/evaluate`, post: { body: { context, flagKeys: ['f0'] }, authorization: sdkKey } }],
-    [`POST /sdk/v1/evaluate, all ${flagsCount} flags`, { url: `${url}/sdk/v1/evaluate`, post: { body: { context }, authorization: sdkKey } }],
-    ['POST .../evaluate (JWT), 1 flag', { url: `${url}${E}/evaluate`, post: { body: { context, flagKeys: ['f0'] }, authorization: `Bearer ${token}` } }],
+    [
+      'POST /sdk/v1/evaluate, 1 flag',
+      { url: `${url}/sdk/v1/evaluate`, post: { body: { context, flagKeys: ['f0'] }, authorization: sdkKey } },
+    ],
+    [
+      `POST /sdk/v1/evaluate, all ${flagsCount} flags`,
+      { url: `${url}/sdk/v1/evaluate`, post: { body: { context }, authorization: sdkKey } },
+    ],
+    [
+      'POST .../evaluate (JWT), 1 flag',
+      { url: `${url}${E}/evaluate`, post: { body: { context, flagKeys: ['f0'] }, authorization: `Bearer ${token}` } },
+    ],
   ];
   for (const [name, load] of loads) {
     await measure(load, 1);
@@ -216,8 +262,21 @@ try {
     const baseRps = baseRuns.map((x) => x.rps);
     const ratios = rps.map((x, i) => x / (baseRps[i] as number));
     const errors = [...subjectRuns, ...baseRuns].reduce((n, x) => n + x.errors, 0);
-    const r = { rps: median(rps), p50ms: median(subjectRuns.map((x) => x.p50ms)), p99ms: Math.max(...subjectRuns.map((x) => x.p99ms)), errors };
-    rows.push({ target: name, 'req/s': Math.round(r.rps), 'hello-world req/s': Math.round(median(baseRps)), 'p50 ms': r.p50ms, 'worst p99 ms': r.p99ms, ratio: median(ratios), errors: r.errors });
+    const r = {
+      rps: median(rps),
+      p50ms: median(subjectRuns.map((x) => x.p50ms)),
+      p99ms: Math.max(...subjectRuns.map((x) => x.p99ms)),
+      errors,
+    };
+    rows.push({
+      target: name,
+      'req/s': Math.round(r.rps),
+      'hello-world req/s': Math.round(median(baseRps)),
+      'p50 ms': r.p50ms,
+      'worst p99 ms': r.p99ms,
+      ratio: median(ratios),
+      errors: r.errors,
+    });
     if (r.errors > 0) {
       failed = true;
       console.error(`${name}: ${r.errors} errors or non-2xx answers; not recorded`);
@@ -233,7 +292,12 @@ try {
       baselineRuns: baseRps,
       ratio: median(ratios),
       ratioRuns: ratios,
-      method: `${wrkAvailable() ? 'wrk' : 'autocannon'}, ${connections} connections on loopback, the ` + `same request every time (one context), ${reps} alternating ${seconds}-s runs of the ` + 'service and of a bare uWS hello-world (both processes up throughout) after a 1-s ' + 'warm-up; the flag service in its own process with SQLite in a temp dir, any error or ' + 'non-2xx answer records nothing; ratio = service ÷ hello-world per pair.',
+      method:
+        `${wrkAvailable() ? 'wrk' : 'autocannon'}, ${connections} connections on loopback, the ` +
+        `same request every time (one context), ${reps} alternating ${seconds}-s runs of the ` +
+        'service and of a bare uWS hello-world (both processes up throughout) after a 1-s ' +
+        'warm-up; the flag service in its own process with SQLite in a temp dir, any error or ' +
+        'non-2xx answer records nothing; ratio = service ÷ hello-world per pair.',
     });
   }
   console.log(`HTTP, ${connections} connections, ${seconds} s each (${wrkAvailable() ? 'wrk' : 'autocannon'}):\n`);
@@ -273,8 +337,11 @@ try {
     await new Promise((r) => setTimeout(r, 500));
   }
   const one = Number(fanRows[0]?.['update → all clients, median of 3 (ms)']);
-  for (const r of fanRows) r['vs 1 client'] = Number((Number(r['update → all clients, median of 3 (ms)']) / one).toFixed(1));
-  console.log('\nSSE fan-out of one segment update (PUT sent → patch seen by every client; the clients run in this process):\n');
+  for (const r of fanRows)
+    r['vs 1 client'] = Number((Number(r['update → all clients, median of 3 (ms)']) / one).toFixed(1));
+  console.log(
+    '\nSSE fan-out of one segment update (PUT sent → patch seen by every client; the clients run in this process):\n',
+  );
   console.log(table(fanRows));
   const at5k = Number(fanRows.at(-1)?.['update → all clients, median of 3 (ms)']);
   const oneRuns = fanTimes.get(fanOutSizes[0] as number) ?? [];
@@ -289,7 +356,10 @@ try {
     runs: lastRuns,
     baselineRuns: oneRuns,
     ratio: at5k / one,
-    method: 'Time from sending a segment PUT until every connected SSE client (raw sockets in the ' + 'benchmark process, so their reading is timed too) has the patch, 3 updates per client ' + 'count; ratio = N clients ÷ 1 client (medians).',
+    method:
+      'Time from sending a segment PUT until every connected SSE client (raw sockets in the ' +
+      'benchmark process, so their reading is timed too) has the patch, 3 updates per client ' +
+      'count; ratio = N clients ÷ 1 client (medians).',
     target: { op: '<=', value: 1000, met: at5k < 1000 },
   });
   console.log(`\n5,000 clients: ${at5k.toFixed(0)} ms (target < 1000 ms): ${at5k < 1000 ? 'met' : 'NOT met'}`);

@@ -53,11 +53,17 @@ interface Config {
   body: { strategy: string; node_count: number; [k: string]: string | number };
 }
 const allConfigs: Config[] = [
-  { name: 'single_leader async, 3 nodes', body: { strategy: 'single_leader', node_count: 3, replication_mode: 'async' } },
+  {
+    name: 'single_leader async, 3 nodes',
+    body: { strategy: 'single_leader', node_count: 3, replication_mode: 'async' },
+  },
   { name: 'single_leader sync, 3 nodes', body: { strategy: 'single_leader', node_count: 3, replication_mode: 'sync' } },
   { name: 'raft, 3 nodes', body: { strategy: 'raft', node_count: 3 } },
   { name: 'raft, 5 nodes', body: { strategy: 'raft', node_count: 5 } },
-  { name: 'leaderless N3 W2 R2', body: { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 } },
+  {
+    name: 'leaderless N3 W2 R2',
+    body: { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 },
+  },
   { name: 'multi_leader, 3 nodes', body: { strategy: 'multi_leader', node_count: 3 } },
 ];
 const configs = allConfigs.filter((c) => !only || only.some((o) => c.name.startsWith(o)));
@@ -103,14 +109,23 @@ interface Slice {
   socketErrors: number;
 }
 
-
 const luaDir = mkdtempSync(path.join(tmpdir(), 'bench-http-writes-'));
 process.on('exit', () => rmSync(luaDir, { recursive: true, force: true }));
 
 /** One wrk slice on a loopback URL; every counter wrk prints is kept, none is folded into another. */
 function wrk(url: string, secs: number, luaFile?: string): Slice {
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error('benchmarks target loopback only');
-  const args = ['-t', String(wrkThreads), '-c', String(connections), '-d', `${secs}s`, '--latency', ...(luaFile ? ['-s', luaFile] : []), url];
+  const args = [
+    '-t',
+    String(wrkThreads),
+    '-c',
+    String(connections),
+    '-d',
+    `${secs}s`,
+    '--latency',
+    ...(luaFile ? ['-s', luaFile] : []),
+    url,
+  ];
   const out = execFileSync('wrk', args, { encoding: 'utf8' });
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   return {
@@ -146,22 +161,33 @@ interface Answer {
 function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: Answer | undefined }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, agent: false, headers: payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: Answer | undefined;
-        try {
-          const v: unknown = JSON.parse(text);
-          parsed = typeof v === 'object' && v !== null ? (v as Answer) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      {
+        method,
+        agent: false,
+        headers:
+          payload === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: Answer | undefined;
+          try {
+            const v: unknown = JSON.parse(text);
+            parsed = typeof v === 'object' && v !== null ? (v as Answer) : undefined;
+          } catch {
+            parsed = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -170,12 +196,14 @@ function call(method: string, url: string, body?: unknown): Promise<{ status: nu
 /** Creates the cluster and checks it is the one asked for; an error string otherwise. */
 async function createCluster(base: string, cfg: Config): Promise<{ id: string } | { error: string }> {
   const r = await call('POST', `${base}/api/v1/clusters`, cfg.body);
-  if (r.status !== 201 || typeof r.body?.id !== 'string') return { error: `cluster creation answered ${r.status} ${JSON.stringify(r.body)}` };
+  if (r.status !== 201 || typeof r.body?.id !== 'string')
+    return { error: `cluster creation answered ${r.status} ${JSON.stringify(r.body)}` };
   const got = r.body.config;
   for (const [k, v] of Object.entries(cfg.body)) {
     if (got?.[k] !== v) return { error: `wrong cluster: asked ${k}=${String(v)}, got ${String(got?.[k])}` };
   }
-  if (!Array.isArray(r.body.node_ids) || r.body.node_ids.length !== cfg.body.node_count) return { error: `wrong cluster: ${JSON.stringify(r.body.node_ids)} nodes` };
+  if (!Array.isArray(r.body.node_ids) || r.body.node_ids.length !== cfg.body.node_count)
+    return { error: `wrong cluster: ${JSON.stringify(r.body.node_ids)} nodes` };
   return { id: r.body.id };
 }
 
@@ -247,7 +275,9 @@ for (const cfg of configs) {
     for (let i = 0; i < rounds && !o.fault; i++) {
       const h = wrk(helloUrl, sliceSeconds);
       const w = wrk(base + urlPath, sliceSeconds, luaFile);
-      o.fault = (sliceFault(h) && `hello-world slice ${i + 1}: ${sliceFault(h)}`) || (sliceFault(w) && `write slice ${i + 1}: ${sliceFault(w)}`);
+      o.fault =
+        (sliceFault(h) && `hello-world slice ${i + 1}: ${sliceFault(h)}`) ||
+        (sliceFault(w) && `write slice ${i + 1}: ${sliceFault(w)}`);
       o.hello.push(h.rps);
       o.writes.push(w);
       o.ratios.push(w.rps / h.rps);
@@ -255,7 +285,10 @@ for (const cfg of configs) {
     o.fault ??= await readBack(base, created.id);
   } catch (err) {
     // A request that got no answer at all (the server closed or died): the target fails, the rest run.
-    const exit = sim.proc.exitCode !== null || sim.proc.signalCode !== null ? ` (server exited: code ${sim.proc.exitCode}, signal ${sim.proc.signalCode})` : '';
+    const exit =
+      sim.proc.exitCode !== null || sim.proc.signalCode !== null
+        ? ` (server exited: code ${sim.proc.exitCode}, signal ${sim.proc.signalCode})`
+        : '';
     o.fault =
       `request failed: ${(err as Error).message}` +
       `${(err as { cause?: Error }).cause ? `: ${(err as { cause: Error }).cause.message}` : ''}${exit}`;
@@ -268,23 +301,49 @@ await hello.stop();
 const ok = outcomes.filter((o) => !o.fault);
 const slAsync = ok.find((o) => o.cfg.name.startsWith('single_leader async'));
 const slAsyncRatio = slAsync ? median(slAsync.ratios) : NaN;
-const range = (xs: number[]): string => (xs.length ? `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}` : '');
+const range = (xs: number[]): string =>
+  xs.length ? `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}` : '';
 const targetVsSl = new Set(['raft, 3 nodes', 'leaderless N3 W2 R2', 'multi_leader, 3 nodes']);
-const valueText = `${keys} rotating keys, ${valueBytes}-byte values (JSON body ` + `${JSON.stringify({ key: keyOf(0), value: valueOf(0) }).length} bytes)`;
+const valueText =
+  `${keys} rotating keys, ${valueBytes}-byte values (JSON body ` +
+  `${JSON.stringify({ key: keyOf(0), value: valueOf(0) }).length} bytes)`;
 const methodBase =
-  `wrk, ${wrkThreads} threads, ${connections} connections, POST /write with ` + `${valueText}, pre-built in wrk's Lua init; ` +
-  `${rounds} rounds of alternating ${sliceSeconds}-s slices: bare uWS hello-world (GET, ` + 'same machine, same run), then the writes; ' +
+  `wrk, ${wrkThreads} threads, ${connections} connections, POST /write with ` +
+  `${valueText}, pre-built in wrk's Lua init; ` +
+  `${rounds} rounds of alternating ${sliceSeconds}-s slices: bare uWS hello-world (GET, ` +
+  'same machine, same run), then the writes; ' +
   'ratio per round = write req/s / hello req/s; median and range over rounds. ' +
   'Any non-2xx answer, socket error, wrong cluster config or unreadable written value fails the target. ' +
   'Not timed: server start, cluster creation, election, one warm-up slice, the read-back check.';
 
-const rows: Array<Record<string, string | number>> = [{
-  target: 'bare uWS hello-world (GET)', 'req/s (median)': Math.round(median(ok.flatMap((o) => o.hello))), 'p50 ms': '', 'p99 ms (median)': '', 'p99 ms (worst)': '',
-  'vs hello (median)': 1, 'vs hello (range)': '', 'vs SL async': '', requests: '', result: 'baseline',
-}];
+const rows: Array<Record<string, string | number>> = [
+  {
+    target: 'bare uWS hello-world (GET)',
+    'req/s (median)': Math.round(median(ok.flatMap((o) => o.hello))),
+    'p50 ms': '',
+    'p99 ms (median)': '',
+    'p99 ms (worst)': '',
+    'vs hello (median)': 1,
+    'vs hello (range)': '',
+    'vs SL async': '',
+    requests: '',
+    result: 'baseline',
+  },
+];
 for (const o of outcomes) {
   if (o.fault) {
-    rows.push({ target: `${o.cfg.name}: POST write`, 'req/s (median)': '', 'p50 ms': '', 'p99 ms (median)': '', 'p99 ms (worst)': '', 'vs hello (median)': '', 'vs hello (range)': '', 'vs SL async': '', requests: '', result: `FAILED: ${o.fault}` });
+    rows.push({
+      target: `${o.cfg.name}: POST write`,
+      'req/s (median)': '',
+      'p50 ms': '',
+      'p99 ms (median)': '',
+      'p99 ms (worst)': '',
+      'vs hello (median)': '',
+      'vs hello (range)': '',
+      'vs SL async': '',
+      requests: '',
+      result: `FAILED: ${o.fault}`,
+    });
     continue;
   }
   const ratio = median(o.ratios);
@@ -314,7 +373,10 @@ for (const o of outcomes) {
     baselineRuns: o.hello,
     ratio,
     ratioRuns: o.ratios,
-    method: methodBase + ` p99 median ${p99.toFixed(2)} ms.` + (isSlAsync ? ' Target: >= 0.35 of hello-world with p99 < 10 ms.' : ''),
+    method:
+      methodBase +
+      ` p99 median ${p99.toFixed(2)} ms.` +
+      (isSlAsync ? ' Target: >= 0.35 of hello-world with p99 < 10 ms.' : ''),
     ...(helloTarget ? { target: helloTarget } : {}),
   });
   if (!isSlAsync && slAsync) {
@@ -328,18 +390,28 @@ for (const o of outcomes) {
       baselineRuns: slAsync.writes.map((w) => w.rps),
       ratio: vsSl,
       ratioRuns: o.ratios.map((r) => r / slAsyncRatio),
-      method: methodBase + ' Each round\'s ratio to hello-world divided by the median ratio of single_leader async.',
+      method: methodBase + " Each round's ratio to hello-world divided by the median ratio of single_leader async.",
       ...(targetVsSl.has(o.cfg.name) ? { target: { op: '>=' as const, value: 0.5, met: vsSl >= 0.5 } } : {}),
     });
   }
 }
 console.log(table(rows));
-console.log(`\n${valueText}; ${rounds} rounds of alternating ${sliceSeconds}-s slices (hello-world, then writes) per target;`);
-console.log('"vs hello" = write req/s / hello req/s per round (median, range); "vs SL async" = ' + 'median vs hello / single_leader async\'s median vs hello');
+console.log(
+  `\n${valueText}; ${rounds} rounds of alternating ${sliceSeconds}-s slices (hello-world, then writes) per target;`,
+);
+console.log(
+  '"vs hello" = write req/s / hello req/s per round (median, range); "vs SL async" = ' +
+    "median vs hello / single_leader async's median vs hello",
+);
 console.log(`hello-world warm-up slice: ${Math.round(helloWarm.rps)} req/s`);
-console.log('targets: SL async >= 0.35 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; ' + 'leaderless N3W2R2 and multi_leader >= 0.5 x SL async');
+console.log(
+  'targets: SL async >= 0.35 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; ' +
+    'leaderless N3W2R2 and multi_leader >= 0.5 x SL async',
+);
 const failed = outcomes.filter((o) => o.fault);
 if (failed.length) {
-  console.error(`\n${failed.length} target(s) FAILED (not measured): ${failed.map((o) => `${o.cfg.name}: ${o.fault}`).join('; ')}`);
+  console.error(
+    `\n${failed.length} target(s) FAILED (not measured): ${failed.map((o) => `${o.cfg.name}: ${o.fault}`).join('; ')}`,
+  );
   process.exit(1);
 }

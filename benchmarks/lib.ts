@@ -18,7 +18,12 @@ export interface Child {
 }
 
 /** Starts `entry` (relative to a dist/ directory: this build's by default, or another build's). */
-export async function startChild(entry: string, env: Record<string, string>, portVar: string, dist = distRoot): Promise<Child> {
+export async function startChild(
+  entry: string,
+  env: Record<string, string>,
+  portVar: string,
+  dist = distRoot,
+): Promise<Child> {
   const proc = spawn(process.execPath, [path.join(dist, entry)], {
     env: { ...process.env, LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'error', [portVar]: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -39,12 +44,13 @@ export async function startChild(entry: string, env: Record<string, string>, por
   return {
     port,
     proc,
-    stop: () => new Promise((resolve) => {
-      if (proc.exitCode !== null) return resolve();
-      proc.once('exit', () => resolve());
-      proc.kill('SIGTERM');
-      setTimeout(() => proc.kill('SIGKILL'), 3000).unref();
-    }),
+    stop: () =>
+      new Promise((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+        setTimeout(() => proc.kill('SIGKILL'), 3000).unref();
+      }),
   };
 }
 
@@ -73,8 +79,12 @@ export function wrkAvailable(): boolean {
 }
 
 /** Runs wrk against a loopback URL. `lua` is an optional request script. */
-export function runWrk(url: string, opts: { connections: number; seconds: number; threads?: number; lua?: string }): WrkResult {
-  if (!/^http:\/\/(127\.\d+\.\d+\.\d+|localhost)(:\d+)?\//.test(url)) throw new Error('benchmarks target loopback only');
+export function runWrk(
+  url: string,
+  opts: { connections: number; seconds: number; threads?: number; lua?: string },
+): WrkResult {
+  if (!/^http:\/\/(127\.\d+\.\d+\.\d+|localhost)(:\d+)?\//.test(url))
+    throw new Error('benchmarks target loopback only');
   const args = ['-t', String(opts.threads ?? 2), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--latency'];
   if (opts.lua) {
     const dir = mkdtempSync(path.join(tmpdir(), 'wrk-'));
@@ -89,12 +99,17 @@ export function runWrk(url: string, opts: { connections: number; seconds: number
   const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? '');
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const sockErr = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const errors = non2xx + (sockErr ? Number(sockErr[1]) + Number(sockErr[2]) + Number(sockErr[3]) + Number(sockErr[4]) : 0);
+  const errors =
+    non2xx + (sockErr ? Number(sockErr[1]) + Number(sockErr[2]) + Number(sockErr[3]) + Number(sockErr[4]) : 0);
   return { rps, p50ms: p50, p99ms: p99, errors };
 }
 
 export async function postJson(base: string, p: string, body: unknown): Promise<any> {
-  const r = await fetch(base + p, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const r = await fetch(base + p, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return r.json();
 }
 
@@ -108,7 +123,9 @@ export function table(rows: Array<Record<string, string | number>>): string {
 
 /** A static POST body for wrk (no per-request Lua, so wrk itself costs what it costs for a GET). */
 export function staticPostLua(body: unknown): string {
-  return `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` + `wrk.body = '${JSON.stringify(body)}'\n`;
+  return (
+    `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` + `wrk.body = '${JSON.stringify(body)}'\n`
+  );
 }
 
 /** A write body script for wrk: POST with a rotating key so the store grows like real traffic. */

@@ -41,15 +41,27 @@ const porcupineEnv = { ...process.env, GOMAXPROCS: '1' };
 
 function porcupineBinary(): { ok: true; bin: string } | { ok: false; reason: string } {
   const given = process.env['PORCUPINE_BIN'];
-  if (given) return existsSync(given) ? { ok: true, bin: given } : { ok: false, reason: `PORCUPINE_BIN=${given} does not exist` };
+  if (given)
+    return existsSync(given)
+      ? { ok: true, bin: given }
+      : { ok: false, reason: `PORCUPINE_BIN=${given} does not exist` };
   const dir = path.join(tmpdir(), 'simlab-porcupine');
   const bin = path.join(dir, 'porcupine-cli');
   if (existsSync(bin)) return { ok: true, bin };
   if (!existsSync(porcupineBuildScript)) return { ok: false, reason: `${porcupineBuildScript} not found` };
   mkdirSync(dir, { recursive: true });
   console.log(`building Porcupine into ${dir} (installs Debian's golang-go if go is missing) ...`);
-  const r = spawnSync('bash', [porcupineBuildScript], { env: { ...process.env, PORCUPINE_BIN_DIR: dir }, encoding: 'utf8' });
-  if (r.status !== 0 || !existsSync(bin)) return { ok: false, reason: `build-porcupine.sh failed (exit ${r.status}): ` + `${(r.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
+  const r = spawnSync('bash', [porcupineBuildScript], {
+    env: { ...process.env, PORCUPINE_BIN_DIR: dir },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0 || !existsSync(bin))
+    return {
+      ok: false,
+      reason:
+        `build-porcupine.sh failed (exit ${r.status}): ` +
+        `${(r.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}`,
+    };
   return { ok: true, bin };
 }
 
@@ -70,12 +82,24 @@ function rng(seed: number): () => number {
   };
 }
 
-export function generateKvHistory(opts: { ops: number; clients: number; keys: number; seed: number; corrupt: boolean }): string {
+export function generateKvHistory(opts: {
+  ops: number;
+  clients: number;
+  keys: number;
+  seed: number;
+  corrupt: boolean;
+}): string {
   const rand = rng(opts.seed);
   const store = new Map<string, string>();
   const lines: string[] = [];
   // Each client has at most one operation outstanding: invoke, take effect, return, at random steps.
-  interface Pending { f: 'get' | 'put' | 'append'; key: string; value: string; applied: boolean; result: string }
+  interface Pending {
+    f: 'get' | 'put' | 'append';
+    key: string;
+    value: string;
+    applied: boolean;
+    result: string;
+  }
   const pending: Array<Pending | undefined> = Array.from({ length: opts.clients }, () => undefined);
   let started = 0;
   let counter = 0;
@@ -122,7 +146,9 @@ interface BenchSet {
 }
 
 function setFiles(dir: string): string[] {
-  return readdirSync(dir).sort().map((f) => path.join(dir, f));
+  return readdirSync(dir)
+    .sort()
+    .map((f) => path.join(dir, f));
 }
 
 const base = (file: string): string => path.basename(file).replace(/\.\w+$/, '');
@@ -143,7 +169,10 @@ interface CliRun {
 
 function runLincheckCli(set: BenchSet): CliRun {
   const started = performance.now();
-  const r = spawnSync(process.execPath, [lincheckCli, '--model', set.lincheckModel, ...set.files], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, [lincheckCli, '--model', set.lincheckModel, ...set.files], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   const ms = performance.now() - started;
   if (r.status !== 0 && r.status !== 1) throw new Error(`lincheck CLI exited ${r.status}: ${r.stderr}`);
   const verdicts = new Map<string, string>();
@@ -156,7 +185,11 @@ function runLincheckCli(set: BenchSet): CliRun {
 
 function runPorcupineCli(bin: string, set: BenchSet): CliRun {
   const started = performance.now();
-  const r = spawnSync(bin, ['--model', set.porcupineModel, ...set.files], { encoding: 'utf8', env: porcupineEnv, maxBuffer: 1 << 26 });
+  const r = spawnSync(bin, ['--model', set.porcupineModel, ...set.files], {
+    encoding: 'utf8',
+    env: porcupineEnv,
+    maxBuffer: 1 << 26,
+  });
   const ms = performance.now() - started;
   if (r.status !== 0) throw new Error(`porcupine-cli exited ${r.status}: ${r.stderr}`);
   const verdicts = new Map<string, string>();
@@ -214,25 +247,52 @@ const generated = [
   { name: `gen-c50-ok`, clients: 50, corrupt: false },
 ].map((g, i) => {
   const file = path.join(genDir, `${g.name}.txt`);
-  writeFileSync(file, generateKvHistory({ ops: genOps, clients: g.clients, keys: 8, seed: 1000 + i, corrupt: g.corrupt }));
+  writeFileSync(
+    file,
+    generateKvHistory({ ops: genOps, clients: g.clients, keys: 8, seed: 1000 + i, corrupt: g.corrupt }),
+  );
   return file;
 });
 
 const etcdAll = setFiles(path.join(historiesDir, 'jepsen-etcd'));
 const etcdEmpty = emptyHistories(etcdAll);
 const sets: BenchSet[] = [
-  { name: 'etcd', label: `Jepsen etcd logs (${etcdAll.length - etcdEmpty.length} files)`, files: etcdAll.filter((f) => !etcdEmpty.includes(f)), lincheckModel: 'cas-register', porcupineModel: 'etcd' },
-  { name: 'kv', label: 'kv logs (6 files, 1–50 clients)', files: setFiles(path.join(historiesDir, 'kv')), lincheckModel: 'kv', porcupineModel: 'kv' },
-  { name: 'generated', label: `generated kv histories (3 files × ${genOps.toLocaleString('en-US')} ops, 8 keys, 10/50 clients)`, files: generated, lincheckModel: 'kv', porcupineModel: 'kv' },
+  {
+    name: 'etcd',
+    label: `Jepsen etcd logs (${etcdAll.length - etcdEmpty.length} files)`,
+    files: etcdAll.filter((f) => !etcdEmpty.includes(f)),
+    lincheckModel: 'cas-register',
+    porcupineModel: 'etcd',
+  },
+  {
+    name: 'kv',
+    label: 'kv logs (6 files, 1–50 clients)',
+    files: setFiles(path.join(historiesDir, 'kv')),
+    lincheckModel: 'kv',
+    porcupineModel: 'kv',
+  },
+  {
+    name: 'generated',
+    label: `generated kv histories (3 files × ${genOps.toLocaleString('en-US')} ops, 8 keys, 10/50 clients)`,
+    files: generated,
+    lincheckModel: 'kv',
+    porcupineModel: 'kv',
+  },
 ];
 
 console.log(`lincheck vs Porcupine (${porcupine.bin}, GOMAXPROCS=1): ${runs} alternating whole-process runs per set`);
 console.log(`data: ${historiesDir}; generated: ${genDir}`);
-for (const f of etcdEmpty) console.log(`note: ${base(f)} holds no client operation: lincheck gives no verdict by design, so it is left out of both sides`);
+for (const f of etcdEmpty)
+  console.log(
+    `note: ${base(f)} holds no client operation: lincheck gives no verdict by design, so it is left out of both sides`,
+  );
 
 let disagreements = 0;
 const methodWhole =
-  'Wall time of one child process per CLI over every file of the set (process start-up, ' + 'reading, parsing and checking; lincheck is `node dist/src/checkers/lincheck/cli.js`, ' + 'Porcupine the Go CLI built from ../shared/tools with GOMAXPROCS=1), runs alternating ' + 'lincheck/Porcupine; ratio = lincheck ÷ Porcupine per pair (> 1: lincheck slower).';
+  'Wall time of one child process per CLI over every file of the set (process start-up, ' +
+  'reading, parsing and checking; lincheck is `node dist/src/checkers/lincheck/cli.js`, ' +
+  'Porcupine the Go CLI built from ../shared/tools with GOMAXPROCS=1), runs alternating ' +
+  'lincheck/Porcupine; ratio = lincheck ÷ Porcupine per pair (> 1: lincheck slower).';
 const methodIn =
   "Sum over the set of the check time alone, files already read and parsed: lincheck's checkHistory in the " +
   "benchmark's process, one pass after another with the first (cold JIT) pass included, against the " +
@@ -258,8 +318,13 @@ for (const set of sets) {
   const bad: string[] = [];
   for (const f of set.files) {
     const name = base(f);
-    const seen = new Set([...lin.map((r) => r.verdicts.get(name)), ...por.map((r) => r.verdicts.get(name)), inProc.verdicts.get(name)]);
-    if (seen.size !== 1 || seen.has(undefined)) bad.push(`${name}: lincheck ${lin[0]?.verdicts.get(name)} / Porcupine ${por[0]?.verdicts.get(name)}`);
+    const seen = new Set([
+      ...lin.map((r) => r.verdicts.get(name)),
+      ...por.map((r) => r.verdicts.get(name)),
+      inProc.verdicts.get(name),
+    ]);
+    if (seen.size !== 1 || seen.has(undefined))
+      bad.push(`${name}: lincheck ${lin[0]?.verdicts.get(name)} / Porcupine ${por[0]?.verdicts.get(name)}`);
   }
   const counts = new Map<string, number>();
   for (const v of por[0]?.verdicts.values() ?? []) counts.set(v, (counts.get(v) ?? 0) + 1);
@@ -271,11 +336,24 @@ for (const set of sets) {
   const wholeRatios = linMs.map((ms, i) => ms / (porMs[i] as number));
   const inRatios = inProc.passMs.map((ms, i) => ms / (porCheck[i] as number));
   console.log(`\n${set.name}: ${set.label}; verdicts: ${verdictText}${bad.length ? '' : ', identical on every file'}`);
-  console.log(`  whole process  lincheck ${fmt(median(linMs))} ms ` + `(${fmt(Math.min(...linMs))}–${fmt(Math.max(...linMs))})  Porcupine ` + `${fmt(median(porMs))} ms (${fmt(Math.min(...porMs))}–${fmt(Math.max(...porMs))})  ` + `ratio ${median(wholeRatios).toFixed(2)}`);
-  console.log(`  check only     lincheck ${fmt(median(inProc.passMs))} ms ` + `(${fmt(Math.min(...inProc.passMs))}–${fmt(Math.max(...inProc.passMs))})  Porcupine ` + `${fmt(median(porCheck))} ms ` + `(${fmt(Math.min(...porCheck))}–${fmt(Math.max(...porCheck))})  ratio ` + `${median(inRatios).toFixed(2)}`);
+  console.log(
+    `  whole process  lincheck ${fmt(median(linMs))} ms ` +
+      `(${fmt(Math.min(...linMs))}–${fmt(Math.max(...linMs))})  Porcupine ` +
+      `${fmt(median(porMs))} ms (${fmt(Math.min(...porMs))}–${fmt(Math.max(...porMs))})  ` +
+      `ratio ${median(wholeRatios).toFixed(2)}`,
+  );
+  console.log(
+    `  check only     lincheck ${fmt(median(inProc.passMs))} ms ` +
+      `(${fmt(Math.min(...inProc.passMs))}–${fmt(Math.max(...inProc.passMs))})  Porcupine ` +
+      `${fmt(median(porCheck))} ms ` +
+      `(${fmt(Math.min(...porCheck))}–${fmt(Math.max(...porCheck))})  ratio ` +
+      `${median(inRatios).toFixed(2)}`,
+  );
   if (bad.length) {
     disagreements += bad.length;
-    console.error(`  VERDICTS DISAGREE on ${bad.length} file(s), nothing recorded for this set:\n    ${bad.join('\n    ')}`);
+    console.error(
+      `  VERDICTS DISAGREE on ${bad.length} file(s), nothing recorded for this set:\n    ${bad.join('\n    ')}`,
+    );
     continue;
   }
   recordResult({

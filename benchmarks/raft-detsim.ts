@@ -142,7 +142,10 @@ table(
   ['run', 'seeds/s', 'ms/seed', 'ratio vs 3 s of idle sim'],
   [['swarm', s.seedsPerSec, 1000 / s.seedsPerSec, `${(1000 / s.seedsPerSec / idleRunMs).toFixed(2)}x`]],
 );
-const detMethod = 'Wall-clock rate of one thread driving a 5-node raft DetCluster in virtual time (one ' + 'run of each row after a JIT warm-up pass, so no range); a step is any input a core ' + 'handles (timer tick, peer message, client request)';
+const detMethod =
+  'Wall-clock rate of one thread driving a 5-node raft DetCluster in virtual time (one ' +
+  'run of each row after a JIT warm-up pass, so no range); a step is any input a core ' +
+  'handles (timer tick, peer message, client request)';
 for (const r of [loaded, encoded]) {
   recordResult({
     benchmark: 'raft-detsim',
@@ -165,6 +168,9 @@ recordResult({
   runs: [1000 / s.seedsPerSec],
   baselineRuns: [idleRunMs],
   ratio: 1000 / s.seedsPerSec / idleRunMs,
-  method: 'Wall time per swarm seed (runRaftSwarm: 5 nodes, ~3.1 s virtual, faults, clients and ' + `every checker), mean over ${seeds} seeds in one thread; ratio = ms per seed ÷ wall ms ` + 'of 3 virtual seconds of the idle cluster.',
+  method:
+    'Wall time per swarm seed (runRaftSwarm: 5 nodes, ~3.1 s virtual, faults, clients and ' +
+    `every checker), mean over ${seeds} seeds in one thread; ratio = ms per seed ÷ wall ms ` +
+    'of 3 virtual seconds of the idle cluster.',
 });
 if (s.failed) console.log(`WARNING: ${s.failed} seeds failed their checks (run the swarm CLI on them)`);

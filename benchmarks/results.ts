@@ -37,7 +37,8 @@ export interface BenchResult {
   machine?: MachineInfo;
 }
 
-export type BenchResultInput = Omit<BenchResult, 'median' | 'min' | 'max'> & Partial<Pick<BenchResult, 'median' | 'min' | 'max'>>;
+export type BenchResultInput = Omit<BenchResult, 'median' | 'min' | 'max'> &
+  Partial<Pick<BenchResult, 'median' | 'min' | 'max'>>;
 
 const repoRoot = (() => {
   // benchmarks/results.ts (run by tap) or dist/benchmarks/results.js (built): find the package root.

@@ -40,7 +40,9 @@ const targets: Record<string, { op: '<='; value: number }> = {
 type Mode = 'back to back' | 'idle between';
 
 /** A bare worker: loads nothing, posts 'ready', then stays alive (its port listens) until terminated. */
-const bareWorkerSource = "const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => " + "{}); parentPort.postMessage('ready');";
+const bareWorkerSource =
+  "const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => " +
+  "{}); parentPort.postMessage('ready');";
 
 function startBareWorker(): Promise<Worker> {
   return new Promise((resolve, reject) => {
@@ -74,7 +76,8 @@ async function createCluster(base: string): Promise<string> {
     headers: { 'content-type': 'application/json' },
   });
   const body = (await r.json()) as { id?: string; node_ids?: string[] };
-  if (r.status !== 201 || !body.id || body.node_ids?.length !== nodesPerCluster) throw new Error(`cluster creation answered ${r.status} ${JSON.stringify(body)}`);
+  if (r.status !== 201 || !body.id || body.node_ids?.length !== nodesPerCluster)
+    throw new Error(`cluster creation answered ${r.status} ${JSON.stringify(body)}`);
   return body.id;
 }
 
@@ -93,7 +96,11 @@ async function clusterBlock(base: string, count: number, gapMs: number): Promise
 
 async function reset(base: string): Promise<number> {
   const t0 = performance.now();
-  const r = await fetch(`${base}/api/v1/simulation/reset`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+  const r = await fetch(`${base}/api/v1/simulation/reset`, {
+    method: 'POST',
+    body: '{}',
+    headers: { 'content-type': 'application/json' },
+  });
   if (r.status !== 200) throw new Error(`reset answered ${r.status}`);
   await r.arrayBuffer();
   return performance.now() - t0;
@@ -146,30 +153,47 @@ for (const pool of [true, false]) {
         rssAllMb = rssMb(sim);
         const mid = ids[Math.floor(ids.length / 2)] as string;
         const tw = performance.now();
-        const w = await fetch(`${base}/api/v1/clusters/${mid}/write`, { method: 'POST', body: JSON.stringify({ key: 'alive', value: 'yes' }), headers: { 'content-type': 'application/json' } });
+        const w = await fetch(`${base}/api/v1/clusters/${mid}/write`, {
+          method: 'POST',
+          body: JSON.stringify({ key: 'alive', value: 'yes' }),
+          headers: { 'content-type': 'application/json' },
+        });
         const writeMs = performance.now() - tw;
         await w.arrayBuffer();
         await sleep(100);
-        const read = (await (await fetch(`${base}/api/v1/clusters/${mid}/read?key=alive&node_id=n3`)).json()) as { entry?: { key?: string } };
+        const read = (await (await fetch(`${base}/api/v1/clusters/${mid}/read?key=alive&node_id=n3`)).json()) as {
+          entry?: { key?: string };
+        };
         const th = performance.now();
         const health = await fetch(`${base}/healthz`);
         const healthMs = performance.now() - th;
         recordResult({
           benchmark: 'scale',
           measure: `RSS with ${count} clusters of ${nodesPerCluster} nodes`,
-          subject: `the simulator process's RSS with ${count} clusters (${count * nodesPerCluster} worker ` + 'threads) alive',
+          subject:
+            `the simulator process's RSS with ${count} clusters (${count * nodesPerCluster} worker ` + 'threads) alive',
           baseline: 'the same process before the clusters (pool filled), same run',
           unit: 'MiB',
           runs: [rssAllMb],
           baselineRuns: [rss0],
-          method: `VmRSS of the server process (/proc) right after ${count} back-to-back creations, pool ` + `on; one sample. Target < ${rssLimitMb} MiB (absolute: a memory budget, not a speed).`,
+          method:
+            `VmRSS of the server process (/proc) right after ${count} back-to-back creations, pool ` +
+            `on; one sample. Target < ${rssLimitMb} MiB (absolute: a memory budget, not a speed).`,
           target: { op: '<=', value: rssLimitMb, met: rssAllMb < rssLimitMb },
         });
-        if (w.status !== 200 || read?.entry?.key !== 'alive' || health.status !== 200) servingFault = `with ${count} clusters: write ${w.status}, read ${JSON.stringify(read)}, /healthz ` + `${health.status}`;
+        if (w.status !== 200 || read?.entry?.key !== 'alive' || health.status !== 200)
+          servingFault =
+            `with ${count} clusters: write ${w.status}, read ${JSON.stringify(read)}, /healthz ` + `${health.status}`;
         serving.push(
-          { measure: `RSS before / with ${count} clusters (MiB)`, value: `${rss0.toFixed(0)} / ${rssAllMb.toFixed(0)}` },
+          {
+            measure: `RSS before / with ${count} clusters (MiB)`,
+            value: `${rss0.toFixed(0)} / ${rssAllMb.toFixed(0)}`,
+          },
           { measure: 'RSS per cluster (MiB)', value: (rssAllMb - rss0) / count },
-          { measure: `write on cluster #${Math.floor(ids.length / 2)}: status, ms`, value: `${w.status}, ${writeMs.toFixed(1)}` },
+          {
+            measure: `write on cluster #${Math.floor(ids.length / 2)}: status, ms`,
+            value: `${w.status}, ${writeMs.toFixed(1)}`,
+          },
           { measure: 'read from follower n3 sees it', value: String(read?.entry?.key === 'alive') },
           { measure: '/healthz: status, ms', value: `${health.status}, ${healthMs.toFixed(1)}` },
         );
@@ -214,16 +238,24 @@ for (const c of cases) {
   recordResult({
     benchmark: 'scale',
     measure: `cluster creation, ${c.name}`,
-    subject: `POST /api/v1/clusters (single_leader, ${nodesPerCluster} nodes), ` + `${c.clusterMs.length} clusters kept alive, REPLSIM_WORKER_POOL=${c.pool ? 'default (6)' : '0'}`,
-    baseline: `starting ${nodesPerCluster} bare worker_threads (eval'd, load nothing, post 'ready'), ` + `${c.floorMs.length} batches kept alive, measured just before and just after the ` + 'clusters in the same run',
+    subject:
+      `POST /api/v1/clusters (single_leader, ${nodesPerCluster} nodes), ` +
+      `${c.clusterMs.length} clusters kept alive, REPLSIM_WORKER_POOL=${c.pool ? 'default (6)' : '0'}`,
+    baseline:
+      `starting ${nodesPerCluster} bare worker_threads (eval'd, load nothing, post 'ready'), ` +
+      `${c.floorMs.length} batches kept alive, measured just before and just after the ` +
+      'clusters in the same run',
     unit: 'ms',
     runs: c.clusterMs,
     baselineRuns: c.floorRuns,
     ratio,
     ratioRuns: c.ratios,
     method:
-      'Creation i timed from POST to its 201 (loopback HTTP included), divided by the mean ' + 'of floor batch i before and after the clusters (3 new Worker in the benchmark process ' + `until all posted 'ready'); ` +
-      `${c.mode === 'back to back' ? 'one after another' : `${idleMs} ms idle before each`}; ` + 'ratio = median over creations. ' +
+      'Creation i timed from POST to its 201 (loopback HTTP included), divided by the mean ' +
+      'of floor batch i before and after the clusters (3 new Worker in the benchmark process ' +
+      `until all posted 'ready'); ` +
+      `${c.mode === 'back to back' ? 'one after another' : `${idleMs} ms idle before each`}; ` +
+      'ratio = median over creations. ' +
       'Not timed: server start, the pool filling (1.5 s settle), one warm-up cluster, reset.',
     ...(tgt ? { target: { op: tgt.op, value: tgt.value, met: met === true } } : {}),
   });
@@ -235,7 +267,10 @@ function quantile(xs: number[], q: number): number {
 }
 
 console.log(table(rows));
-console.log(`\nratio = a cluster's creation / starting ${nodesPerCluster} bare worker_threads (the ` + `floor), pairwise, same run; idle cases wait ${idleMs} ms before each creation`);
+console.log(
+  `\nratio = a cluster's creation / starting ${nodesPerCluster} bare worker_threads (the ` +
+    `floor), pairwise, same run; idle cases wait ${idleMs} ms before each creation`,
+);
 if (serving.length) {
   console.log('\nwith all clusters of "back to back, pool on" alive:\n');
   console.log(table(serving));
@@ -244,7 +279,11 @@ console.log(`reset of ${clusters} clusters: ${resetMs.toFixed(0)} ms`);
 const rssOk = rssAllMb < rssLimitMb;
 if (!rssOk) missed.push(`RSS ${rssAllMb.toFixed(0)} MiB >= ${rssLimitMb} MiB`);
 if (servingFault) missed.push(`the server stopped serving ${servingFault}`);
-console.log(`targets: ${Object.entries(targets).map(([k, v]) => `${k} ${v.op} ${v.value}`).join('; ')}; RSS with ${clusters} clusters < ${rssLimitMb} MiB (${rssAllMb.toFixed(0)})`);
+console.log(
+  `targets: ${Object.entries(targets)
+    .map(([k, v]) => `${k} ${v.op} ${v.value}`)
+    .join('; ')}; RSS with ${clusters} clusters < ${rssLimitMb} MiB (${rssAllMb.toFixed(0)})`,
+);
 if (missed.length) {
   console.error(`\ntarget MISSED: ${missed.join('; ')}`);
   process.exit(1);

@@ -22,7 +22,8 @@ function intEnv(name: string, fallback: number, min: number, max: number): numbe
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max} (got ${JSON.stringify(raw)})`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be an integer in ${min}..${max} (got ${JSON.stringify(raw)})`);
   return n;
 }
 const durationArg = process.argv.indexOf('--duration');
@@ -105,7 +106,8 @@ async function call(method: string, path: string, body?: unknown): Promise<Reply
 }
 async function must(method: string, path: string, body?: unknown, expect: number[] = [200, 201, 204]): Promise<Reply> {
   const r = await call(method, path, body);
-  if (!expect.includes(r.status)) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body ?? r.error).slice(0, 300)}`);
+  if (!expect.includes(r.status))
+    throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body ?? r.error).slice(0, 300)}`);
   return r;
 }
 
@@ -115,7 +117,10 @@ const kinds: Array<{ kind: Kind; config: Record<string, unknown> }> = [
   { kind: 'single_leader async', config: { strategy: 'single_leader', node_count: 3, replication_mode: 'async' } },
   { kind: 'single_leader sync', config: { strategy: 'single_leader', node_count: 3, replication_mode: 'sync' } },
   { kind: 'raft', config: { strategy: 'raft', node_count: 3 } },
-  { kind: 'leaderless N3W2R2', config: { strategy: 'leaderless', node_count: 5, quorum_n: 3, quorum_w: 2, quorum_r: 2 } },
+  {
+    kind: 'leaderless N3W2R2',
+    config: { strategy: 'leaderless', node_count: 5, quorum_n: 3, quorum_w: 2, quorum_r: 2 },
+  },
   { kind: 'multi_leader lww', config: { strategy: 'multi_leader', node_count: 3, conflict_resolver: 'lww' } },
 ];
 
@@ -153,21 +158,32 @@ async function createCluster(config: Record<string, unknown>): Promise<{ id: str
   await sleep(300);
 }
 const empty = procStat();
-say(`server pid ${pid} on ${base}; seed ${seed}; ${durationS} s of traffic, ${clientLoops} ` + `clients; empty process: ${empty.rssMb.toFixed(0)} MB RSS, ${empty.threads} threads`);
+say(
+  `server pid ${pid} on ${base}; seed ${seed}; ${durationS} s of traffic, ${clientLoops} ` +
+    `clients; empty process: ${empty.rssMb.toFixed(0)} MB RSS, ${empty.threads} threads`,
+);
 
 const tracked: Tracked[] = [];
 for (const k of kinds) {
   const c = await createCluster(k.config);
   tracked.push({
-    kind: k.kind, id: c.id, nodes: c.nodes, quorumN: Number(k.config['quorum_n'] ?? c.nodes.length),
-    partition: undefined, paused: new Set(), latencyLinks: 0,
+    kind: k.kind,
+    id: c.id,
+    nodes: c.nodes,
+    quorumN: Number(k.config['quorum_n'] ?? c.nodes.length),
+    partition: undefined,
+    paused: new Set(),
+    latencyLinks: 0,
     ops: { write: zero(), read: zero(), delete: zero() },
   });
 }
 await sleep(1000); // raft elects a leader
 const withClusters = procStat();
 const workerThreads = tracked.reduce((n, c) => n + c.nodes.length, 0);
-say(`${tracked.length} clusters, ${workerThreads} nodes: ${withClusters.rssMb.toFixed(0)} ` + `MB RSS, ${withClusters.threads} threads (+${withClusters.threads - empty.threads})`);
+say(
+  `${tracked.length} clusters, ${workerThreads} nodes: ${withClusters.rssMb.toFixed(0)} ` +
+    `MB RSS, ${withClusters.threads} threads (+${withClusters.threads - empty.threads})`,
+);
 
 const trafficEnds = Date.now() + durationS * 1000;
 const running = (): boolean => Date.now() < trafficEnds;
@@ -186,13 +202,21 @@ async function clientLoop(n: number): Promise<void> {
     let r: Reply;
     if (roll < 0.6) {
       op = 'write';
-      r = await call('POST', `/api/v1/clusters/${c.id}/write`, { key, value: `c${n}-${++seq}`, client_id: `soak-${n}`, ...(target ? { target_node_id: target } : {}) });
+      r = await call('POST', `/api/v1/clusters/${c.id}/write`, {
+        key,
+        value: `c${n}-${++seq}`,
+        client_id: `soak-${n}`,
+        ...(target ? { target_node_id: target } : {}),
+      });
     } else if (roll < 0.9) {
       op = 'read';
       r = await call('GET', `/api/v1/clusters/${c.id}/read?key=${key}&client_id=soak-${n}&node_id=${pick(c.nodes)}`);
     } else {
       op = 'delete';
-      r = await call('DELETE', `/api/v1/clusters/${c.id}/kv?key=${key}&client_id=soak-${n}${target ? `&node_id=${target}` : ''}`);
+      r = await call(
+        'DELETE',
+        `/api/v1/clusters/${c.id}/kv?key=${key}&client_id=soak-${n}${target ? `&node_id=${target}` : ''}`,
+      );
     }
     const counts = c.ops[op];
     if (r.status === 200) counts.ok++;
@@ -222,7 +246,10 @@ async function faultStep(c: Tracked): Promise<void> {
     case 'partition': {
       const shuffled = [...c.nodes].sort(() => rng.next() - 0.5);
       const cut = rng.range(1, shuffled.length - 1);
-      r = await call('POST', `/api/v1/clusters/${c.id}/network/partition`, { group_a: shuffled.slice(0, cut), group_b: shuffled.slice(cut) });
+      r = await call('POST', `/api/v1/clusters/${c.id}/network/partition`, {
+        group_a: shuffled.slice(0, cut),
+        group_b: shuffled.slice(cut),
+      });
       if (r.status === 201) c.partition = (r.body as { partition_id: string }).partition_id;
       break;
     }
@@ -283,13 +310,17 @@ async function churnLoop(): Promise<void> {
     const before = await threadsSettleTo(withClusters.threads, 2000);
     const created = await call('POST', '/api/v1/clusters', config);
     if (created.status !== 201) {
-      churn.failures.push(`${elapsed()} create ${k.kind}: ${created.status} ` + `${JSON.stringify(created.body ?? created.error).slice(0, 160)}`);
+      churn.failures.push(
+        `${elapsed()} create ${k.kind}: ${created.status} ` +
+          `${JSON.stringify(created.body ?? created.error).slice(0, 160)}`,
+      );
       continue;
     }
     churn.created++;
     const id = (created.body as { id: string }).id;
     const during = procStat().threads;
-    if (during < before + 3) churn.failures.push(`${elapsed()} ${k.kind}: 3 nodes but the thread count went ${before} -> ${during}`);
+    if (during < before + 3)
+      churn.failures.push(`${elapsed()} ${k.kind}: 3 nodes but the thread count went ${before} -> ${during}`);
     for (let i = 0; i < 5; i++) await call('POST', `/api/v1/clusters/${id}/write`, { key: `t${i}`, value: 'x' });
     const del = await call('DELETE', `/api/v1/clusters/${id}`);
     if (del.status !== 204) {
@@ -298,7 +329,8 @@ async function churnLoop(): Promise<void> {
     }
     churn.deleted++;
     const after = await threadsSettleTo(before, 10_000);
-    if (after > before) churn.leaks.push(`${elapsed()} ${k.kind}: threads ${before} before create, ${after} 10 s after delete`);
+    if (after > before)
+      churn.leaks.push(`${elapsed()} ${k.kind}: threads ${before} before create, ${after} 10 s after delete`);
   }
 }
 
@@ -312,7 +344,10 @@ async function sampleLoop(): Promise<void> {
       lastLog = Date.now();
       const s = samples[samples.length - 1] as ProcStat;
       const total = tracked.reduce((n, c) => n + c.ops.write.ok + c.ops.read.ok + c.ops.delete.ok, 0);
-      say(`${total} ok ops; RSS ${s.rssMb.toFixed(0)} MB, ${s.threads} threads; faults ` + `${JSON.stringify(faultCounts)}; churn ${churn.created}/${churn.deleted}`);
+      say(
+        `${total} ok ops; RSS ${s.rssMb.toFixed(0)} MB, ${s.threads} threads; faults ` +
+          `${JSON.stringify(faultCounts)}; churn ${churn.created}/${churn.deleted}`,
+      );
     }
     await sleep(Math.min(1000, Math.max(0, trafficEnds - Date.now())));
   }
@@ -330,7 +365,8 @@ say('traffic stopped; healing every cluster');
 for (const c of tracked) {
   await must('DELETE', `/api/v1/clusters/${c.id}/network/faults`);
   const st = (await must('GET', `/api/v1/clusters/${c.id}/state`)).body as { nodes: Record<string, { state: string }> };
-  for (const [node, s] of Object.entries(st.nodes)) if (s.state !== 'online') await must('POST', `/api/v1/clusters/${c.id}/nodes/${node}/resume`);
+  for (const [node, s] of Object.entries(st.nodes))
+    if (s.state !== 'online') await must('POST', `/api/v1/clusters/${c.id}/nodes/${node}/resume`);
   c.paused.clear();
   c.partition = undefined;
 }
@@ -341,7 +377,12 @@ interface StoreEntry {
   tombstone: boolean;
 }
 type Store = Record<string, StoreEntry>;
-const show = (e: StoreEntry | undefined): string => (e === undefined ? 'absent' : e.tombstone ? 'tombstone' : JSON.stringify(Buffer.from(e.value, 'base64').toString('utf8')));
+const show = (e: StoreEntry | undefined): string =>
+  e === undefined
+    ? 'absent'
+    : e.tombstone
+      ? 'tombstone'
+      : JSON.stringify(Buffer.from(e.value, 'base64').toString('utf8'));
 const placementCache = new Map<string, string[]>();
 
 /**
@@ -350,7 +391,8 @@ const placementCache = new Map<string, string[]>();
  */
 async function divergence(c: Tracked): Promise<{ keys: number; diverged: string[] }> {
   const stores = new Map<string, Store>();
-  for (const node of c.nodes) stores.set(node, (await must('GET', `/api/v1/clusters/${c.id}/nodes/${node}/store`)).body as Store);
+  for (const node of c.nodes)
+    stores.set(node, (await must('GET', `/api/v1/clusters/${c.id}/nodes/${node}/store`)).body as Store);
   const keys = new Set<string>();
   for (const s of stores.values()) for (const k of Object.keys(s)) keys.add(k);
   const out: string[] = [];
@@ -360,7 +402,10 @@ async function divergence(c: Tracked): Promise<{ keys: number; diverged: string[
       const cacheKey = `${c.id}/${key}`;
       let pl = placementCache.get(cacheKey);
       if (!pl) {
-        pl = ((await must('GET', `/api/v1/clusters/${c.id}/placement?key=${encodeURIComponent(key)}&n=${c.quorumN}`)).body as { preference_list: string[] }).preference_list;
+        pl = (
+          (await must('GET', `/api/v1/clusters/${c.id}/placement?key=${encodeURIComponent(key)}&n=${c.quorumN}`))
+            .body as { preference_list: string[] }
+        ).preference_list;
         placementCache.set(cacheKey, pl);
       }
       replicas = pl;
@@ -390,7 +435,8 @@ while (pendingClusters.length > 0) {
   const still: Tracked[] = [];
   for (const c of pendingClusters) {
     const d = await divergence(c);
-    if (d.diverged.length === 0) converged.set(c.id, { ok: true, afterMs: Date.now() - healedAt, keys: d.keys, diverged: [] });
+    if (d.diverged.length === 0)
+      converged.set(c.id, { ok: true, afterMs: Date.now() - healedAt, keys: d.keys, diverged: [] });
     else {
       converged.set(c.id, { ok: false, afterMs: Date.now() - healedAt, keys: d.keys, diverged: d.diverged });
       still.push(c);
@@ -445,9 +491,15 @@ const rows = tracked.map((c) => {
   const unexpected = c.ops.write.unexpected + c.ops.read.unexpected + c.ops.delete.unexpected;
   if (c.ops.write.ok === 0) failures.push(`${c.kind}: no write succeeded during the soak`);
   if (unexpected > 0) failures.push(`${c.kind}: ${unexpected} answers other than 200/404/409`);
-  if (!probeOk.get(c.id)) failures.push(`${c.kind}: a write after healing did not succeed within ${settleMaxMs / 1000} s`);
-  if ((conv?.keys ?? 0) < 2) failures.push(`${c.kind}: the stores hold ${conv?.keys ?? 0} key(s), so convergence was not really tested`);
-  if (!conv?.ok) failures.push(`${c.kind}: replicas still disagree ${settleMaxMs / 1000} s after healing on ` + `${conv?.diverged.length ?? '?'} key(s): ${(conv?.diverged ?? []).slice(0, 3).join('; ')}`);
+  if (!probeOk.get(c.id))
+    failures.push(`${c.kind}: a write after healing did not succeed within ${settleMaxMs / 1000} s`);
+  if ((conv?.keys ?? 0) < 2)
+    failures.push(`${c.kind}: the stores hold ${conv?.keys ?? 0} key(s), so convergence was not really tested`);
+  if (!conv?.ok)
+    failures.push(
+      `${c.kind}: replicas still disagree ${settleMaxMs / 1000} s after healing on ` +
+        `${conv?.diverged.length ?? '?'} key(s): ${(conv?.diverged ?? []).slice(0, 3).join('; ')}`,
+    );
   return {
     cluster: c.kind,
     'writes ok': c.ops.write.ok,
@@ -460,9 +512,21 @@ const rows = tracked.map((c) => {
     converged: conv?.ok ? `yes, ${(conv.afterMs / 1000).toFixed(1)} s` : 'NO',
   };
 });
-if (settledRss > rssLimit) failures.push(`RSS did not return to steady state: ${settledRss.toFixed(0)} MB after healing > ` + `${rssLimit.toFixed(0)} MB (${rssGrowthFactorMax} x the warm-up peak ` + `${steadyRss.toFixed(0)} MB + ${rssSlackMb} MB)`);
-if (settledThreads !== withClusters.threads) failures.push(`threads after healing: ${settledThreads}, steady state with the same clusters: ${withClusters.threads}`);
-if (finalThreads > empty.threads) failures.push(`worker threads leaked: ${finalThreads} threads after deleting every cluster, ` + `${empty.threads} in the empty process`);
+if (settledRss > rssLimit)
+  failures.push(
+    `RSS did not return to steady state: ${settledRss.toFixed(0)} MB after healing > ` +
+      `${rssLimit.toFixed(0)} MB (${rssGrowthFactorMax} x the warm-up peak ` +
+      `${steadyRss.toFixed(0)} MB + ${rssSlackMb} MB)`,
+  );
+if (settledThreads !== withClusters.threads)
+  failures.push(
+    `threads after healing: ${settledThreads}, steady state with the same clusters: ${withClusters.threads}`,
+  );
+if (finalThreads > empty.threads)
+  failures.push(
+    `worker threads leaked: ${finalThreads} threads after deleting every cluster, ` +
+      `${empty.threads} in the empty process`,
+  );
 if (churn.leaks.length > 0) failures.push(`throw-away clusters leaked threads: ${churn.leaks.slice(0, 3).join('; ')}`);
 if (churn.failures.length > 0) failures.push(`throw-away clusters failed: ${churn.failures.slice(0, 3).join('; ')}`);
 if (churn.created === 0 && durationS * 1000 > churnEveryMs * 2) failures.push('no throw-away cluster was created');
@@ -471,33 +535,55 @@ if (health.status !== 200) failures.push(`the server stopped answering /healthz 
 console.log(`\n## soak: ${durationS} s, seed ${seed}, ${clientLoops} clients, faults every ${faultEveryMs} ms\n`);
 console.log(table(rows));
 console.log('');
-console.log(table([
-  { measure: 'RSS, empty process (MB)', value: empty.rssMb },
-  { measure: `RSS, ${tracked.length} clusters idle (MB)`, value: withClusters.rssMb },
-  { measure: 'RSS, warm-up peak (MB)', value: steadyRss },
-  { measure: 'RSS, peak during soak (MB)', value: peakRss },
-  { measure: 'RSS trend, last third of the traffic (MB/min)', value: rssSlope },
-  { measure: 'RSS, after healing (MB)', value: settledRss },
-  { measure: 'RSS limit after healing (MB)', value: rssLimit },
-  { measure: 'RSS, every cluster deleted (MB)', value: final.rssMb },
-  { measure: 'threads, empty process', value: empty.threads },
-  { measure: `threads, ${tracked.length} clusters (${workerThreads} nodes)`, value: withClusters.threads },
-  { measure: 'threads, after healing', value: settledThreads },
-  { measure: 'threads, every cluster deleted', value: finalThreads },
-  { measure: 'throw-away clusters created / deleted', value: `${churn.created} / ${churn.deleted}` },
-  { measure: 'faults applied', value: Object.entries(faultCounts).map(([k, v]) => `${k} ${v}`).join(', ') },
-]));
-if (unexpectedSamples.length > 0) console.log(`\nunexpected answers (first ${unexpectedSamples.length}):\n  ${unexpectedSamples.join('\n  ')}`);
-console.log(failures.length === 0 ? '\nsoak: PASS' : `\nsoak: FAIL\n  ${failures.join('\n  ')}\n  replay the schedule with SOAK_SEED=${seed} DURATION=${durationS}`);
-console.log(JSON.stringify({
-  soak: failures.length === 0 ? 'pass' : 'fail',
-  seed,
-  durationS,
-  failures,
-  clusters: rows,
-  rssMb: { empty: empty.rssMb, steady: steadyRss, peak: peakRss, settled: settledRss, limit: rssLimit, final: final.rssMb, slopeLastThirdMbPerMin: rssSlope },
-  threads: { empty: empty.threads, steady: withClusters.threads, settled: settledThreads, final: finalThreads },
-  churn: { created: churn.created, deleted: churn.deleted, leaks: churn.leaks.length },
-  faults: faultCounts,
-}));
+console.log(
+  table([
+    { measure: 'RSS, empty process (MB)', value: empty.rssMb },
+    { measure: `RSS, ${tracked.length} clusters idle (MB)`, value: withClusters.rssMb },
+    { measure: 'RSS, warm-up peak (MB)', value: steadyRss },
+    { measure: 'RSS, peak during soak (MB)', value: peakRss },
+    { measure: 'RSS trend, last third of the traffic (MB/min)', value: rssSlope },
+    { measure: 'RSS, after healing (MB)', value: settledRss },
+    { measure: 'RSS limit after healing (MB)', value: rssLimit },
+    { measure: 'RSS, every cluster deleted (MB)', value: final.rssMb },
+    { measure: 'threads, empty process', value: empty.threads },
+    { measure: `threads, ${tracked.length} clusters (${workerThreads} nodes)`, value: withClusters.threads },
+    { measure: 'threads, after healing', value: settledThreads },
+    { measure: 'threads, every cluster deleted', value: finalThreads },
+    { measure: 'throw-away clusters created / deleted', value: `${churn.created} / ${churn.deleted}` },
+    {
+      measure: 'faults applied',
+      value: Object.entries(faultCounts)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', '),
+    },
+  ]),
+);
+if (unexpectedSamples.length > 0)
+  console.log(`\nunexpected answers (first ${unexpectedSamples.length}):\n  ${unexpectedSamples.join('\n  ')}`);
+console.log(
+  failures.length === 0
+    ? '\nsoak: PASS'
+    : `\nsoak: FAIL\n  ${failures.join('\n  ')}\n  replay the schedule with SOAK_SEED=${seed} DURATION=${durationS}`,
+);
+console.log(
+  JSON.stringify({
+    soak: failures.length === 0 ? 'pass' : 'fail',
+    seed,
+    durationS,
+    failures,
+    clusters: rows,
+    rssMb: {
+      empty: empty.rssMb,
+      steady: steadyRss,
+      peak: peakRss,
+      settled: settledRss,
+      limit: rssLimit,
+      final: final.rssMb,
+      slopeLastThirdMbPerMin: rssSlope,
+    },
+    threads: { empty: empty.threads, steady: withClusters.threads, settled: settledThreads, final: finalThreads },
+    churn: { created: churn.created, deleted: churn.deleted, leaks: churn.leaks.length },
+    faults: faultCounts,
+  }),
+);
 process.exit(failures.length === 0 ? 0 : 1);

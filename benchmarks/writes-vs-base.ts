@@ -34,13 +34,18 @@ const connections = 64;
 const only = process.env['BENCH_STRATEGIES']?.split(',');
 
 const configs: Array<{ name: string; body: Record<string, unknown> }> = [
-  { name: 'single_leader async, 3 nodes', body: { strategy: 'single_leader', node_count: 3, replication_mode: 'async' } },
+  {
+    name: 'single_leader async, 3 nodes',
+    body: { strategy: 'single_leader', node_count: 3, replication_mode: 'async' },
+  },
   { name: 'single_leader sync, 3 nodes', body: { strategy: 'single_leader', node_count: 3, replication_mode: 'sync' } },
-  { name: 'leaderless N3 W2 R2', body: { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 } },
+  {
+    name: 'leaderless N3 W2 R2',
+    body: { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 },
+  },
   { name: 'multi_leader, 3 nodes', body: { strategy: 'multi_leader', node_count: 3 } },
   { name: 'raft, 3 nodes', body: { strategy: 'raft', node_count: 3 } },
 ].filter((c) => !only || only.some((o) => c.name.startsWith(o)));
-
 
 /** CPU seconds (user + system) of a process, or of its main thread only, from /proc. */
 function cpuSeconds(pid: number, mainThreadOnly: boolean): number {
@@ -74,7 +79,10 @@ for (const cfg of configs) {
   for (const u of urls) runWrk(u, { connections, seconds: 2, lua });
   const got: number[][] = [[], []];
   const p99: number[][] = [[], []];
-  const cpu = [{ all: 0, main: 0, writes: 0 }, { all: 0, main: 0, writes: 0 }];
+  const cpu = [
+    { all: 0, main: 0, writes: 0 },
+    { all: 0, main: 0, writes: 0 },
+  ];
   const servers = [mine, base];
   for (let i = 0; i < rounds; i++) {
     // Alternate which goes first so neither always follows the other's garbage.
@@ -91,7 +99,8 @@ for (const cfg of configs) {
       (p99[k] as number[]).push(r.p99ms);
     }
   }
-  const usPerWrite = (k: number, which: 'all' | 'main'): number => ((cpu[k] as { all: number; main: number; writes: number })[which] / (cpu[k] as { writes: number }).writes) * 1e6;
+  const usPerWrite = (k: number, which: 'all' | 'main'): number =>
+    ((cpu[k] as { all: number; main: number; writes: number })[which] / (cpu[k] as { writes: number }).writes) * 1e6;
   const [m, b] = [sum(got[0] as number[]) / rounds, sum(got[1] as number[]) / rounds];
   rows.push({
     target: `${cfg.name}: POST write`,
@@ -100,8 +109,12 @@ for (const cfg of configs) {
     'this / base': (m / b).toFixed(3),
     'CPU us/write this/base': `${usPerWrite(0, 'all').toFixed(1)}/${usPerWrite(1, 'all').toFixed(1)}`,
     'main-thread CPU us/write this/base': `${usPerWrite(0, 'main').toFixed(1)}/${usPerWrite(1, 'main').toFixed(1)}`,
-    'CPU ratio (all, main)': `${(usPerWrite(0, 'all') / usPerWrite(1, 'all')).toFixed(3)}, ` + `${(usPerWrite(0, 'main') / usPerWrite(1, 'main')).toFixed(3)}`,
-    'slices this/base': (got[0] as number[]).map((x, i) => (x / ((got[1] as number[])[i] as number)).toFixed(2)).join(' '),
+    'CPU ratio (all, main)':
+      `${(usPerWrite(0, 'all') / usPerWrite(1, 'all')).toFixed(3)}, ` +
+      `${(usPerWrite(0, 'main') / usPerWrite(1, 'main')).toFixed(3)}`,
+    'slices this/base': (got[0] as number[])
+      .map((x, i) => (x / ((got[1] as number[])[i] as number)).toFixed(2))
+      .join(' '),
     'p99 ms this/base (max)': `${Math.max(...(p99[0] as number[]))}/${Math.max(...(p99[1] as number[]))}`,
   });
   const ratios = (got[0] as number[]).map((x, i) => x / ((got[1] as number[])[i] as number));
@@ -116,7 +129,13 @@ for (const cfg of configs) {
     baselineRuns: got[1] as number[],
     ratio,
     ratioRuns: ratios,
-    method: `wrk, ${connections} connections, one key, alternating ${sliceSeconds}-s slices of ` + `each server (${rounds} each), both servers up throughout; ratio = sum of this build's ` + `writes/s over the base's; not timed: server start, cluster creation; CPU per write ` + `this/base ${usPerWrite(0, 'all').toFixed(1)}/${usPerWrite(1, 'all').toFixed(1)} us ` + `(whole process), ${usPerWrite(0, 'main').toFixed(1)}/${usPerWrite(1, 'main').toFixed(1)} ` + 'us (main thread)',
+    method:
+      `wrk, ${connections} connections, one key, alternating ${sliceSeconds}-s slices of ` +
+      `each server (${rounds} each), both servers up throughout; ratio = sum of this build's ` +
+      `writes/s over the base's; not timed: server start, cluster creation; CPU per write ` +
+      `this/base ${usPerWrite(0, 'all').toFixed(1)}/${usPerWrite(1, 'all').toFixed(1)} us ` +
+      `(whole process), ${usPerWrite(0, 'main').toFixed(1)}/${usPerWrite(1, 'main').toFixed(1)} ` +
+      'us (main thread)',
     target: { op: '>=', value: 0.95, met: ratio >= 0.95 },
   });
   await mine.stop();

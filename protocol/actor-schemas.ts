@@ -6,10 +6,19 @@
 import Type, { type Static } from 'typebox';
 
 export const ClientOpSchema = Type.Union([
-  Type.Object({ op: Type.Literal('write'), key: Type.String(), value: Type.String(), client_id: Type.Optional(Type.String()) }),
+  Type.Object({
+    op: Type.Literal('write'),
+    key: Type.String(),
+    value: Type.String(),
+    client_id: Type.Optional(Type.String()),
+  }),
   Type.Object({ op: Type.Literal('delete'), key: Type.String(), client_id: Type.Optional(Type.String()) }),
   Type.Object({ op: Type.Literal('read'), key: Type.String(), client_id: Type.Optional(Type.String()) }),
-  Type.Object({ op: Type.Literal('batch'), entries: Type.Array(Type.Object({ key: Type.String(), value: Type.String() })), client_id: Type.Optional(Type.String()) }),
+  Type.Object({
+    op: Type.Literal('batch'),
+    entries: Type.Array(Type.Object({ key: Type.String(), value: Type.String() })),
+    client_id: Type.Optional(Type.String()),
+  }),
 ]);
 export const ClientRequestSchema = Type.Object({ id: Type.Integer(), op: ClientOpSchema });
 export type ClientRequestWire = Static<typeof ClientRequestSchema>;
@@ -18,4 +27,3 @@ export const ActorOutputSchema = Type.Object({
   replies: Type.Array(Type.Object({ id: Type.Integer(), ok: Type.Boolean() }, { additionalProperties: true })),
   events: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true })),
 });
-

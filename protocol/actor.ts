@@ -68,13 +68,19 @@ export const durableCheckpointFrameIndex = 0x7ffe;
 export const reservedFrameIndexMin = durableCheckpointFrameIndex;
 
 /** The durable frame at the head of a `net` buffer, if any (bytes are a view into `buf`). */
-export function leadingDurableFrame(buf: ArrayBuffer): { bytes: Uint8Array; checkpoint: boolean; end: number } | undefined {
+export function leadingDurableFrame(
+  buf: ArrayBuffer,
+): { bytes: Uint8Array; checkpoint: boolean; end: number } | undefined {
   if (buf.byteLength < headerBytes) return undefined;
   const dv = new DataView(buf);
   const idx = dv.getUint16(0);
   if (idx !== durableFrameIndex && idx !== durableCheckpointFrameIndex) return undefined;
   const len = dv.getUint32(2);
-  return { bytes: new Uint8Array(buf, headerBytes, len), checkpoint: idx === durableCheckpointFrameIndex, end: headerBytes + len };
+  return {
+    bytes: new Uint8Array(buf, headerBytes, len),
+    checkpoint: idx === durableCheckpointFrameIndex,
+    end: headerBytes + len,
+  };
 }
 
 /**
@@ -141,7 +147,10 @@ export class FrameWriter {
 }
 
 /** Walks a frame buffer; `bytes` are views into it (no copy). */
-export function readFrames(buf: ArrayBuffer, fn: (idx: number, bytes: Uint8Array, tp: string | undefined) => void): number {
+export function readFrames(
+  buf: ArrayBuffer,
+  fn: (idx: number, bytes: Uint8Array, tp: string | undefined) => void,
+): number {
   const dv = new DataView(buf);
   let off = 0;
   let n = 0;

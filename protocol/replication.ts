@@ -5,19 +5,46 @@
  */
 import Type, { type Static } from 'typebox';
 import {
-  batchEntriesMax, clientIdCharsMax, clockSkewMsMax, keyCharsMax, latencyMsMax, nodeIdCharsMax, partitionGroupNodesMax,
+  batchEntriesMax,
+  clientIdCharsMax,
+  clockSkewMsMax,
+  keyCharsMax,
+  latencyMsMax,
+  nodeIdCharsMax,
+  partitionGroupNodesMax,
   valueCharsMax,
 } from './replication-limits.js';
 
-export const StrategySchema = Type.Union([Type.Literal('single_leader'), Type.Literal('multi_leader'), Type.Literal('leaderless'), Type.Literal('raft')]);
-export const ReplicationModeSchema = Type.Union([Type.Literal('async'), Type.Literal('sync'), Type.Literal('semi_sync')]);
-export const ConflictResolverSchema = Type.Union([Type.Literal('lww'), Type.Literal('vector_clock'), Type.Literal('crdt'), Type.Literal('manual')]);
-export const ConsistencyLevelSchema = Type.Union([Type.Literal('quorum'), Type.Literal('local_quorum'), Type.Literal('each_quorum')]);
+export const StrategySchema = Type.Union([
+  Type.Literal('single_leader'),
+  Type.Literal('multi_leader'),
+  Type.Literal('leaderless'),
+  Type.Literal('raft'),
+]);
+export const ReplicationModeSchema = Type.Union([
+  Type.Literal('async'),
+  Type.Literal('sync'),
+  Type.Literal('semi_sync'),
+]);
+export const ConflictResolverSchema = Type.Union([
+  Type.Literal('lww'),
+  Type.Literal('vector_clock'),
+  Type.Literal('crdt'),
+  Type.Literal('manual'),
+]);
+export const ConsistencyLevelSchema = Type.Union([
+  Type.Literal('quorum'),
+  Type.Literal('local_quorum'),
+  Type.Literal('each_quorum'),
+]);
 export const ReadRepairModeSchema = Type.Union([Type.Literal('async'), Type.Literal('sync'), Type.Literal('digest')]);
 
 const Int = (opts: { minimum?: number; maximum?: number } = {}) => Type.Integer(opts);
 
-/** ClusterConfig as a request body (POST clusters, POST simulation/start). Ranges are checked by the service so messages can name the bound. */
+/**
+ * ClusterConfig as a request body (POST clusters, POST simulation/start). Ranges are checked by the service
+ * so messages can name the bound.
+ */
 export const ClusterConfigBody = Type.Object({
   strategy: StrategySchema,
   node_count: Type.Optional(Int()),
@@ -119,7 +146,11 @@ export const NodeStatus = Type.Object({
    * other fields are its last known status).
    */
   state: Type.Union([
-    Type.Literal('online'), Type.Literal('paused'), Type.Literal('offline'), Type.Literal('crashed'), Type.Literal('unresponsive'),
+    Type.Literal('online'),
+    Type.Literal('paused'),
+    Type.Literal('offline'),
+    Type.Literal('crashed'),
+    Type.Literal('unresponsive'),
   ]),
   commit_index: Type.Integer(),
   last_applied: Type.Integer(),

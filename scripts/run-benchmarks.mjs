@@ -11,7 +11,11 @@ import path from 'node:path';
 // load and soak have their own targets (make load, make soak DURATION=...): long, and not ratio
 // benchmarks; lib and results are modules, hello-uws is the baseline server others start.
 const skip = new Set(['lib', 'results', 'hello-uws', 'load', 'soak']);
-const all = readdirSync('dist/benchmarks').filter((f) => f.endsWith('.js')).map((f) => f.slice(0, -3)).filter((n) => !skip.has(n)).sort();
+const all = readdirSync('dist/benchmarks')
+  .filter((f) => f.endsWith('.js'))
+  .map((f) => f.slice(0, -3))
+  .filter((n) => !skip.has(n))
+  .sort();
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : all;
 const resultsFile = path.resolve(process.env.BENCH_RESULTS ?? 'bench-results.json');
@@ -22,7 +26,10 @@ if (wanted.length === 0 || !existsSync(resultsFile)) {
   const kept = JSON.parse(readFileSync(resultsFile, 'utf8')).filter((r) => !names.includes(r.benchmark));
   writeFileSync(resultsFile, JSON.stringify(kept, null, 2) + '\n');
 }
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 console.log(`benchmarks: ${names.join(', ')}; results to ${resultsFile}; load average at start ${load()}`);
 
 let failed = 0;
@@ -34,7 +41,10 @@ for (const name of names) {
     continue;
   }
   console.log(`\n## ${name}\n`);
-  const r = spawnSync(process.execPath, [file], { stdio: 'inherit', env: { ...process.env, BENCH_RESULTS: resultsFile } });
+  const r = spawnSync(process.execPath, [file], {
+    stdio: 'inherit',
+    env: { ...process.env, BENCH_RESULTS: resultsFile },
+  });
   if (r.status !== 0) {
     console.error(`benchmark ${name} failed (exit ${r.status ?? r.signal})`);
     failed++;

@@ -28,16 +28,26 @@ if (profilerAddr) {
   try {
     const profiler = await startProfiler(profilerAddr, logger);
     running.push({ name: 'profiler', close: profiler.close });
-    console.log(`${'profiler'.padEnd(22)} http://${profilerAddr.replace(/:0$/, `:${profiler.port}`)}/debug/pprof (loopback only)`);
+    console.log(
+      `${'profiler'.padEnd(22)} http://${profilerAddr.replace(/:0$/, `:${profiler.port}`)}/debug/pprof (loopback only)`,
+    );
   } catch (err) {
     logger.error({ err }, 'profiler refused to start');
     process.exit(1);
   }
 }
 
-type Starter = (opts: Record<string, unknown>) => Promise<{ port: number; proxyPort?: number; close: () => Promise<void> | void }>;
+type Starter = (
+  opts: Record<string, unknown>,
+) => Promise<{ port: number; proxyPort?: number; close: () => Promise<void> | void }>;
 
-async function tryStart(name: string, modulePath: string, exportName: string, opts: Record<string, unknown>, describe: (r: { port: number; proxyPort?: number }) => string): Promise<void> {
+async function tryStart(
+  name: string,
+  modulePath: string,
+  exportName: string,
+  opts: Record<string, unknown>,
+  describe: (r: { port: number; proxyPort?: number }) => string,
+): Promise<void> {
   try {
     const mod = (await import(modulePath)) as Record<string, Starter>;
     const start = mod[exportName];
@@ -50,15 +60,34 @@ async function tryStart(name: string, modulePath: string, exportName: string, op
   }
 }
 
-await tryStart('replication simulator', './replication/server.js', 'startReplicationSim',
+await tryStart(
+  'replication simulator',
+  './replication/server.js',
+  'startReplicationSim',
   { port: Number(env['REPLSIM_PORT'] ?? 8090), host, logger: logger.child({ service: 'replsim' }) },
-  (r) => `http://localhost:${r.port}/api/v1  (ws://localhost:${r.port}/ws, /metrics)`);
-await tryStart('feature flags', './flags/server.js', 'startFlags',
+  (r) =>
+    `http://localhost:${r.port}/api/v1  (page: http://localhost:${r.port}/, ws://localhost:${r.port}/ws, /metrics)`,
+);
+await tryStart(
+  'feature flags',
+  './flags/server.js',
+  'startFlags',
   { port: Number(env['FLAGS_PORT'] ?? 8070), host, env, logger: logger.child({ service: 'flags' }) },
-  (r) => `http://localhost:${r.port}/api/v1  (login: POST /auth/login)`);
-await tryStart('clock lab', './clocklab/server.js', 'startClockLab',
-  { port: Number(env['PORT'] ?? 8080), proxyPort: Number(env['PROXY_PORT'] ?? 3001), host, env, logger: logger.child({ service: 'clocklab' }) },
-  (r) => `http://localhost:${r.port}/api/v1  (browser proxy and page: http://localhost:${r.proxyPort ?? 3001}/)`);
+  (r) => `http://localhost:${r.port}/api/v1  (page: http://localhost:${r.port}/, login: POST /auth/login)`,
+);
+await tryStart(
+  'clock lab',
+  './clocklab/server.js',
+  'startClockLab',
+  {
+    port: Number(env['PORT'] ?? 8080),
+    proxyPort: Number(env['PROXY_PORT'] ?? 3001),
+    host,
+    env,
+    logger: logger.child({ service: 'clocklab' }),
+  },
+  (r) => `http://localhost:${r.port}/api/v1  (browser proxy and page: http://localhost:${r.proxyPort ?? 3001}/)`,
+);
 
 if (running.length === 0) {
   logger.error('no service started');

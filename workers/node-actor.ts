@@ -2,10 +2,10 @@
  * The node actor: one simulated node in its own worker_thread. A thin shell around a pure core:
  * decode what arrives (peer frames from the fabric, client request batches), step the core with
  * the current time, drain its output, encode, post. A step's durable records go in the same post
- * as its sends and replies, as the first frame of its `net` buffer (etcd raft's Ready contract); a restarted node folds the records
- * it is handed into its core's `persisted` state. Control calls arrive over comlink. It holds no
- * protocol logic and never talks to another worker directly: every peer message goes to the
- * front process's fabric.
+ * as its sends and replies, as the first frame of its `net` buffer (etcd raft's Ready contract); a restarted
+ * node folds the records it is handed into its core's `persisted` state. Control calls arrive over comlink.
+ * It holds no protocol logic and never talks to another worker directly: every peer message goes to the front
+ * process's fabric.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 // comlink's ES module build: the package's main entry is a UMD file that goes through the CommonJS
@@ -16,8 +16,19 @@ import { loadStrategy } from '../src/replication/cores/index.js';
 import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
 import { SeededRng } from '../src/util/rng.js';
 import {
-  decode, durableCheckpointFrameIndex, durableFrameIndex, encode, encodeTransferable, forEachDurableRecord, FrameWriter, nodeIdOf,
-  nodeIndex, readFrames, type ActorOut, type FromActor, type ToActor,
+  decode,
+  durableCheckpointFrameIndex,
+  durableFrameIndex,
+  encode,
+  encodeTransferable,
+  forEachDurableRecord,
+  FrameWriter,
+  nodeIdOf,
+  nodeIndex,
+  readFrames,
+  type ActorOut,
+  type FromActor,
+  type ToActor,
 } from '../protocol/actor.js';
 import { initTracing, startSpan, tracing, type SpanHandle } from '../src/tracing/tracing.js';
 
@@ -36,9 +47,10 @@ const port = parentPort;
 if (!port) throw new Error('node-actor must run in a worker thread');
 // A pooled actor boots ahead of need (modules loaded) and waits here for the node it is to be.
 const boot = workerData as { pooled: true } | ActorInit;
-const init: ActorInit = 'pooled' in boot
-  ? await new Promise<ActorInit>((resolve) => port.once('message', (m: { init: ActorInit }) => resolve(m.init)))
-  : boot;
+const init: ActorInit =
+  'pooled' in boot
+    ? await new Promise<ActorInit>((resolve) => port.once('message', (m: { init: ActorInit }) => resolve(m.init)))
+    : boot;
 
 if (init.tracing) await initTracing(`simlab-node-${init.core.id}`);
 const strategy = await loadStrategy(init.core.config.strategy);
@@ -49,7 +61,12 @@ if (init.restore !== undefined && fold !== undefined) {
     persisted = fold.fold(persisted, r);
   });
 }
-const core = strategy.factory({ ...init.core, rng: new SeededRng(init.seed), now: Date.now(), ...(persisted !== undefined ? { persisted } : {}) });
+const core = strategy.factory({
+  ...init.core,
+  rng: new SeededRng(init.seed),
+  now: Date.now(),
+  ...(persisted !== undefined ? { persisted } : {}),
+});
 const out: CoreOutput = { messages: [], replies: [], events: [], durable: [] };
 const durable = out.durable as unknown[];
 let paused = false;

@@ -93,7 +93,10 @@ export class EventBus {
     this.history.push(json);
     this.historyChars += json.length;
     const charsMax = this.opts.historyCharsMax ?? Infinity;
-    while (this.history.length - this.historyHead > this.opts.historyMax || (this.historyChars > charsMax && this.history.length - this.historyHead > 0)) {
+    while (
+      this.history.length - this.historyHead > this.opts.historyMax ||
+      (this.historyChars > charsMax && this.history.length - this.historyHead > 0)
+    ) {
       this.historyChars -= (this.history[this.historyHead] as string).length;
       this.history[this.historyHead] = '';
       this.historyHead++;

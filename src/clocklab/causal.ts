@@ -62,7 +62,15 @@ export function settle(count: Vector, ahead: Array<Set<number> | undefined>, k: 
  * RST delivery update: m (the `seq`-th message from j to i) is settled in DELIV_i[j] and
  * SENT_i = max(SENT_i, ST_m) (ST_m already counts m and its broadcast siblings).
  */
-export function rstOnDeliver(deliv: Vector, ahead: Array<Set<number> | undefined>, sent: Matrix, stm: Matrix, self: number, sender: number, seq: number): void {
+export function rstOnDeliver(
+  deliv: Vector,
+  ahead: Array<Set<number> | undefined>,
+  sent: Matrix,
+  stm: Matrix,
+  self: number,
+  sender: number,
+  seq: number,
+): void {
   settle(deliv, ahead, sender, seq);
   for (let k = 0; k < stm.length; k++) {
     const src = stm[k];
@@ -104,7 +112,13 @@ export function bssBlocker(vc: Vector, ts: Vector, sender: number): Blocker | un
  * `settled` is what the condition reads: the contiguous prefix of broadcasts delivered or known
  * lost, so a lost broadcast stops blocking without entering anyone's causal past.
  */
-export function bssOnDeliver(seen: Vector, settled: Vector, ahead: Array<Set<number> | undefined>, ts: Vector, sender: number): void {
+export function bssOnDeliver(
+  seen: Vector,
+  settled: Vector,
+  ahead: Array<Set<number> | undefined>,
+  ts: Vector,
+  sender: number,
+): void {
   for (let k = 0; k < ts.length; k++) {
     const x = ts[k] ?? 0;
     if (x > (seen[k] ?? 0)) seen[k] = x;

@@ -78,7 +78,10 @@ export function vectorToMap(v: Vector, ids: readonly string[]): Record<string, n
   return out;
 }
 
-export function vectorFromMap(m: Record<string, number>, slotOf: (id: string) => number | undefined): Vector | undefined {
+export function vectorFromMap(
+  m: Record<string, number>,
+  slotOf: (id: string) => number | undefined,
+): Vector | undefined {
   const v: Vector = [];
   for (const [id, n] of Object.entries(m)) {
     const slot = slotOf(id);

@@ -42,17 +42,29 @@ const ConfigFileSchema = Type.Object({
     Type.Array(
       Type.Union([
         ProcessIdSchema,
-        Type.Object({ id: ProcessIdSchema, clock_type: Type.Optional(ClockTypeSchema) }, { additionalProperties: false }),
+        Type.Object(
+          { id: ProcessIdSchema, clock_type: Type.Optional(ClockTypeSchema) },
+          { additionalProperties: false },
+        ),
       ]),
       { maxItems: processCountMax },
     ),
   ),
   kv: Type.Optional(
     Type.Object({
-      conflict_strategy: Type.Optional(Type.Union([Type.Literal('keep_all'), Type.Literal('lww'), Type.Literal('first_writer'), Type.Literal('merge')])),
+      conflict_strategy: Type.Optional(
+        Type.Union([
+          Type.Literal('keep_all'),
+          Type.Literal('lww'),
+          Type.Literal('first_writer'),
+          Type.Literal('merge'),
+        ]),
+      ),
     }),
   ),
-  channels: Type.Optional(Type.Object({ default_delay_ms: Type.Optional(Type.Number({ minimum: 0, maximum: channelDelayMsMax })) })),
+  channels: Type.Optional(
+    Type.Object({ default_delay_ms: Type.Optional(Type.Number({ minimum: 0, maximum: channelDelayMsMax })) }),
+  ),
   initial_balance: Type.Optional(Type.Integer({ minimum: 0 })),
   delivery_mode: Type.Optional(Type.Union([Type.Literal('causal'), Type.Literal('immediate')])),
 });
@@ -88,14 +100,18 @@ function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: num
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`);
   return n;
 }
 
 function listEnv(env: NodeJS.ProcessEnv, name: string): string[] | undefined {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return undefined;
-  return raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 /** Reads and checks the YAML file; throws an Error naming the file and the field on any problem. */
@@ -112,18 +128,26 @@ export function loadConfigFile(path: string): Partial<LabConfig> {
   } catch (err) {
     throw new Error(`CONFIG_PATH ${path}: not valid YAML (${(err as Error).message})`);
   }
-  if (!configFileCheck.Check(doc)) throw new Error(`CONFIG_PATH ${path}: ${formatValidationError(configFileCheck.Errors(doc))}`);
+  if (!configFileCheck.Check(doc))
+    throw new Error(`CONFIG_PATH ${path}: ${formatValidationError(configFileCheck.Errors(doc))}`);
   const file = doc as Type.Static<typeof ConfigFileSchema>;
   const out: Partial<LabConfig> = {};
   if (file.processes) {
-    const procs: InitialProcess[] = file.processes.map((p) => (typeof p === 'string' ? { id: p, clock_type: 'vector' as ClockType } : { id: p.id, clock_type: p.clock_type ?? 'vector' }));
+    const procs: InitialProcess[] = file.processes.map((p) =>
+      typeof p === 'string'
+        ? { id: p, clock_type: 'vector' as ClockType }
+        : { id: p.id, clock_type: p.clock_type ?? 'vector' },
+    );
     const seen = new Set<string>();
     for (const p of procs) {
       if (seen.has(p.id)) throw new Error(`CONFIG_PATH ${path}: processes: ${p.id} is listed twice`);
       seen.add(p.id);
     }
     if (procs.length > matrixSimulationProcessesMax && procs.some((p) => p.clock_type === 'matrix')) {
-      throw new Error(`CONFIG_PATH ${path}: processes: a simulation with a matrix clock holds at most ` + `${matrixSimulationProcessesMax} processes, ${procs.length} are listed`);
+      throw new Error(
+        `CONFIG_PATH ${path}: processes: a simulation with a matrix clock holds at most ` +
+          `${matrixSimulationProcessesMax} processes, ${procs.length} are listed`,
+      );
     }
     out.initialProcesses = procs;
   }
@@ -140,13 +164,15 @@ export function loadSettings(env: NodeJS.ProcessEnv): ClockLabSettings {
   if (apiTokens) {
     for (const tok of apiTokens) {
       const i = tok.indexOf(':');
-      if (i <= 0 || i === tok.length - 1) throw new Error('VC_API_TOKENS must be a comma-separated list of name:secret pairs');
+      if (i <= 0 || i === tok.length - 1)
+        throw new Error('VC_API_TOKENS must be a comma-separated list of name:secret pairs');
     }
   }
   const configPath = env['CONFIG_PATH']?.trim() ? (env['CONFIG_PATH'] as string).trim() : undefined;
   const file = configPath ? loadConfigFile(configPath) : {};
   const seedRaw = env['VC_SEED'];
-  const seed = seedRaw === undefined || seedRaw.trim() === '' ? undefined : intEnv(env, 'VC_SEED', 0, 0, Number.MAX_SAFE_INTEGER);
+  const seed =
+    seedRaw === undefined || seedRaw.trim() === '' ? undefined : intEnv(env, 'VC_SEED', 0, 0, Number.MAX_SAFE_INTEGER);
   return {
     port: intEnv(env, 'PORT', 8080, 0, 65535),
     proxyPort: intEnv(env, 'PROXY_PORT', 3001, 0, 65535),
@@ -164,7 +190,13 @@ export function loadSettings(env: NodeJS.ProcessEnv): ClockLabSettings {
       defaultDelayMs: file.defaultDelayMs ?? channelDelayMsDefault,
       initialBalance: file.initialBalance ?? initialBalanceDefault,
       deliveryMode: file.deliveryMode ?? 'causal',
-      undeliveredBytesMax: intEnv(env, 'VC_UNDELIVERED_BYTES_MAX', undeliveredBytesMax, 64 * 1024, Number.MAX_SAFE_INTEGER),
+      undeliveredBytesMax: intEnv(
+        env,
+        'VC_UNDELIVERED_BYTES_MAX',
+        undeliveredBytesMax,
+        64 * 1024,
+        Number.MAX_SAFE_INTEGER,
+      ),
     },
   };
 }

@@ -5,12 +5,7 @@
  * and applies the configured conflict strategy; it does not own any clock (the lab passes the
  * writer's vector in) and publishes nothing (it returns what happened as a value).
  */
-import {
-  compareVersionVectors,
-  compactVersionVector,
-  mergeVersionVectors,
-  type VersionVector,
-} from './clocks.js';
+import { compareVersionVectors, compactVersionVector, mergeVersionVectors, type VersionVector } from './clocks.js';
 import { unreachable } from '../util/assert.js';
 import { kvKeysMax, kvSiblingsMax, kvStoreCharsMax, kvValueCharsMax } from './limits.js';
 
@@ -43,7 +38,13 @@ export interface Resolution {
 export type KvWriteResult =
   | { outcome: 'created'; version: StoredVersion; versions: StoredVersion[] }
   | { outcome: 'replaced'; version: StoredVersion; replaced: StoredVersion[]; versions: StoredVersion[] }
-  | { outcome: 'conflict'; version: StoredVersion; replaced: StoredVersion[]; versions: StoredVersion[]; resolution: Resolution | undefined }
+  | {
+      outcome: 'conflict';
+      version: StoredVersion;
+      replaced: StoredVersion[];
+      versions: StoredVersion[];
+      resolution: Resolution | undefined;
+    }
   | { outcome: 'stale'; version: StoredVersion; dominatedBy: StoredVersion; versions: StoredVersion[] }
   | { outcome: 'refused'; reason: string };
 
@@ -55,7 +56,11 @@ const numeric = /^-?\d+(\.\d+)?$/;
  * strings with `|` in the order the siblings were stored and sums values that are all numbers.
  * The result's vector is the join of the siblings' vectors, so it dominates every one it replaces.
  */
-export function resolve(strategy: Exclude<ConflictStrategy, 'keep_all'>, siblings: readonly StoredVersion[], trigger: StoredVersion): StoredVersion {
+export function resolve(
+  strategy: Exclude<ConflictStrategy, 'keep_all'>,
+  siblings: readonly StoredVersion[],
+  trigger: StoredVersion,
+): StoredVersion {
   let vector: VersionVector = {};
   let lamport = 0;
   for (const s of siblings) {
@@ -106,7 +111,8 @@ export class KvStore {
   /** Stores `versions` under `key` unless that would pass the store's budget (then the reason). */
   private put(key: string, versions: StoredVersion[], before: readonly StoredVersion[]): string | undefined {
     const next = this.chars - valueChars(before) + valueChars(versions);
-    if (next > kvStoreCharsMax && next > this.chars) return `the store would hold ${next} characters of values, past its ${kvStoreCharsMax} maximum`;
+    if (next > kvStoreCharsMax && next > this.chars)
+      return `the store would hold ${next} characters of values, past its ${kvStoreCharsMax} maximum`;
     this.chars = next;
     this.keys.set(key, versions);
     return undefined;
@@ -146,7 +152,8 @@ export class KvStore {
   write(key: string, candidate: StoredVersion): KvWriteResult {
     const existing = this.keys.get(key);
     if (!existing || existing.length === 0) {
-      if (this.keys.size >= kvKeysMax) return { outcome: 'refused', reason: `the store holds ${kvKeysMax} keys, its maximum` };
+      if (this.keys.size >= kvKeysMax)
+        return { outcome: 'refused', reason: `the store holds ${kvKeysMax} keys, its maximum` };
       const versions = [candidate];
       const refused = this.put(key, versions, []);
       if (refused) return { outcome: 'refused', reason: refused };
@@ -177,7 +184,10 @@ export class KvStore {
       return { outcome: 'replaced', version: candidate, replaced, versions: versions.slice() };
     }
     if (this.strategy === 'keep_all' && kept.length + 1 > kvSiblingsMax) {
-      return { outcome: 'refused', reason: `key ${key} already holds ${kvSiblingsMax} concurrent versions, its maximum` };
+      return {
+        outcome: 'refused',
+        reason: `key ${key} already holds ${kvSiblingsMax} concurrent versions, its maximum`,
+      };
     }
     const siblings = [...kept, candidate];
     if (this.strategy === 'keep_all') {
@@ -189,7 +199,12 @@ export class KvStore {
     // merge joins the siblings' strings: the result is held to the same limit as a written value,
     // or repeated concurrent writes would grow one value without bound.
     if (result.value.length > kvValueCharsMax && codePoints(result.value) > kvValueCharsMax) {
-      return { outcome: 'refused', reason: `merging ${siblings.length} concurrent values of ${key} would make a value past the ` + `${kvValueCharsMax}-character maximum` };
+      return {
+        outcome: 'refused',
+        reason:
+          `merging ${siblings.length} concurrent values of ${key} would make a value past the ` +
+          `${kvValueCharsMax}-character maximum`,
+      };
     }
     const refused = this.put(key, [result], existing);
     if (refused) return { outcome: 'refused', reason: refused };

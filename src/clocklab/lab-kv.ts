@@ -74,7 +74,11 @@ export function kvWrite(
       return fail('conflict', res.reason);
     case 'stale':
       ctx.emit('kv_stale_write', {
-        key, value, writer: writerId, version: candidate.vector, dominated_by: versionView(res.dominatedBy),
+        key,
+        value,
+        writer: writerId,
+        version: candidate.vector,
+        dominated_by: versionView(res.dominatedBy),
       });
       return fail(
         'conflict',
@@ -111,7 +115,11 @@ export function kvWrite(
       }
       const versions = res.versions.map(versionView);
       const out: KvWriteView = {
-        key, versions, conflict: versions.length > 1, outcome: res.outcome, written: versionView(candidate),
+        key,
+        versions,
+        conflict: versions.length > 1,
+        outcome: res.outcome,
+        written: versionView(candidate),
       };
       if (resolvedBy) out.resolved_by = resolvedBy;
       return ok(out);

@@ -376,7 +376,16 @@ export class Lab {
     const stm = copyMatrix(from.sent);
     const msgs = dests.map((to, i) =>
       this.makeMessage({
-        from, to, seq: seqs[i] as number, payload, amount: 0, cast: 'broadcast', broadcastId, stm, bss, cost,
+        from,
+        to,
+        seq: seqs[i] as number,
+        payload,
+        amount: 0,
+        cast: 'broadcast',
+        broadcastId,
+        stm,
+        bss,
+        cost,
       }),
     );
     this.emitClock(from, 'send');

@@ -11,8 +11,17 @@ installProcessSafetyNet(logger); // a stray rejection or throw is logged and cou
 try {
   const lab = await startClockLab({ logger });
   // One JSON line first, like the other services' entries, so scripts and tests can read the ports.
-  console.log(JSON.stringify({ service: 'clocklab', port: lab.port, proxy_port: lab.proxyPort, url: `http://localhost:${lab.port}` }));
-  console.log(`clock lab   http://localhost:${lab.port}  (REST under /api/v1, events on ws://localhost:${lab.port}/ws)`);
+  console.log(
+    JSON.stringify({
+      service: 'clocklab',
+      port: lab.port,
+      proxy_port: lab.proxyPort,
+      url: `http://localhost:${lab.port}`,
+    }),
+  );
+  console.log(
+    `clock lab   http://localhost:${lab.port}  (REST under /api/v1, events on ws://localhost:${lab.port}/ws)`,
+  );
   if (lab.proxyPort !== undefined) console.log(`clock lab UI http://localhost:${lab.proxyPort}  (proxy to the lab)`);
   const stop = (): void => {
     void lab.close().then(() => process.exit(0));

@@ -47,13 +47,18 @@ function must<T>(r: Outcome<T>): T {
   return r.value;
 }
 
-const delivered = (seen: Seen[], to?: string) => seen.filter((e) => e.type === 'message_delivered' && (to === undefined || e.data['to'] === to)).map((e) => e.data['id'] as string);
+const delivered = (seen: Seen[], to?: string) =>
+  seen
+    .filter((e) => e.type === 'message_delivered' && (to === undefined || e.data['to'] === to))
+    .map((e) => e.data['id'] as string);
 const count = (seen: Seen[], type: LabEventType) => seen.filter((e) => e.type === type).length;
 
 const scenarios: ScenarioDef[] = [
   {
     name: 'BasicLamport',
-    description: 'Three processes with Lamport clocks exchange messages: every receive is stamped after ' + 'its send (IR1, IR2), yet concurrent events can carry equal or ordered stamps.',
+    description:
+      'Three processes with Lamport clocks exchange messages: every receive is stamped after ' +
+      'its send (IR1, IR2), yet concurrent events can carry equal or ordered stamps.',
     run({ lab, step, seen, settle }) {
       for (const p of ['p1', 'p2', 'p3']) must(lab.spawn(p, 'scalar'));
       step('Spawned p1, p2, p3 with scalar (Lamport) clocks at 0.');
@@ -65,7 +70,9 @@ const scenarios: ScenarioDef[] = [
       settle();
       must(lab.internalEvent('p2', 'b'));
       const m2 = must(lab.send('p2', 'p3', 'hello p3'));
-      step(`p2 received ${m1.id} (IR2: max(own, ${m1.lamport}) + 1), did event b and sent ${m2.id} stamped ${m2.lamport}.`);
+      step(
+        `p2 received ${m1.id} (IR2: max(own, ${m1.lamport}) + 1), did event b and sent ${m2.id} stamped ${m2.lamport}.`,
+      );
       settle();
       const m3 = must(lab.send('p3', 'p1', 'hello p1'));
       step(`p3 received ${m2.id} and replied with ${m3.id} stamped ${m3.lamport}.`);
@@ -85,7 +92,8 @@ const scenarios: ScenarioDef[] = [
       return {
         passed: held && checked === 3,
         summary: held
-          ? 'Every receive was stamped later than its send, so a → b implies L(a) < L(b); events a ' + 'and e are concurrent yet both carry 1: Lamport clocks cannot detect concurrency.'
+          ? 'Every receive was stamped later than its send, so a → b implies L(a) < L(b); events a ' +
+            'and e are concurrent yet both carry 1: Lamport clocks cannot detect concurrency.'
           : 'A receive was not stamped later than its send: the Lamport clock condition failed.',
         facts: { messages_checked: checked, clock_condition_held: held, final_clocks: final },
       };
@@ -93,10 +101,17 @@ const scenarios: ScenarioDef[] = [
   },
   {
     name: 'Snapshot3P',
-    description: 'Three processes move money between them while p1 takes a Chandy–Lamport snapshot; the ' + 'recorded cut is consistent and the total is conserved, in-transit transfers included.',
+    description:
+      'Three processes move money between them while p1 takes a Chandy–Lamport snapshot; the ' +
+      'recorded cut is consistent and the total is conserved, in-transit transfers included.',
     run({ lab, step, settle }) {
       for (const p of ['p1', 'p2', 'p3']) must(lab.spawn(p, 'vector'));
-      for (const [a, b] of [['p1', 'p2'], ['p2', 'p3'], ['p3', 'p1']] as const) must(lab.setChannelFaults(a, b, { delay_ms: 30 }));
+      for (const [a, b] of [
+        ['p1', 'p2'],
+        ['p2', 'p3'],
+        ['p3', 'p1'],
+      ] as const)
+        must(lab.setChannelFaults(a, b, { delay_ms: 30 }));
       const total = lab.totalBalance();
       step(`Spawned p1, p2, p3 with ${total / 3} each; the ring channels p1→p2→p3→p1 take 30 ms, the others 10 ms.`);
       must(lab.send('p1', 'p2', 'transfer', 10));
@@ -113,21 +128,37 @@ const scenarios: ScenarioDef[] = [
       const v = must(lab.verifySnapshot(snap.id));
       const balances = Object.fromEntries(Object.entries(view.processes).map(([id, p]) => [id, p.balance]));
       const transit = view.channels.flatMap((c) => c.messages.map((m) => `${m.id} ${c.from}→${c.to} ${m.amount}`));
-      step(`Recorded balances ${JSON.stringify(balances)}; in transit: ` + `${transit.length > 0 ? transit.join(', ') : 'nothing'}.`);
-      step(`Verify: ${v.consistent ? 'consistent' : `inconsistent (${v.reasons.join('; ')})`}; ` + `recorded total ${view.total_balance} of ${total}.`);
+      step(
+        `Recorded balances ${JSON.stringify(balances)}; in transit: ` +
+          `${transit.length > 0 ? transit.join(', ') : 'nothing'}.`,
+      );
+      step(
+        `Verify: ${v.consistent ? 'consistent' : `inconsistent (${v.reasons.join('; ')})`}; ` +
+          `recorded total ${view.total_balance} of ${total}.`,
+      );
       const passed = v.consistent && view.total_balance === total;
       return {
         passed,
         summary: passed
-          ? `The snapshot is a consistent cut and conserves the money: ${view.total_balance} ` + `recorded, ${transit.length} transfer(s) counted in transit.`
+          ? `The snapshot is a consistent cut and conserves the money: ${view.total_balance} ` +
+            `recorded, ${transit.length} transfer(s) counted in transit.`
           : `The snapshot failed: consistent=${v.consistent}, recorded total ${view.total_balance} of ${total}.`,
-        facts: { snapshot: snap.id, consistent: v.consistent, recorded_total: view.total_balance, expected_total: total, in_transit: v.in_transit, balances },
+        facts: {
+          snapshot: snap.id,
+          consistent: v.consistent,
+          recorded_total: view.total_balance,
+          expected_total: total,
+          in_transit: v.in_transit,
+          balances,
+        },
       };
     },
   },
   {
     name: 'FalseConflict',
-    description: 'P1 writes x; P2 reads it (its clock now covers the write); P2 writes x. P2’s vector ' + 'dominates P1’s, so no conflict is raised.',
+    description:
+      'P1 writes x; P2 reads it (its clock now covers the write); P2 writes x. P2’s vector ' +
+      'dominates P1’s, so no conflict is raised.',
     run({ lab, step, seen }) {
       for (const p of ['p1', 'p2']) must(lab.spawn(p, 'vector'));
       step('Spawned p1 and p2 with vector clocks.');
@@ -137,46 +168,81 @@ const scenarios: ScenarioDef[] = [
       const p2 = must(lab.process('p2'));
       step(`p2 reads x: its vector clock becomes ${JSON.stringify(p2.vector)}, which covers p1's write.`);
       const w2 = must(lab.kvWrite('x', 'v2', 'p2'));
-      step(`p2 writes x = v2 with version ${JSON.stringify(w2.written.version)}: it dominates ` + `${JSON.stringify(w1.written.version)}, so it replaces it.`);
+      step(
+        `p2 writes x = v2 with version ${JSON.stringify(w2.written.version)}: it dominates ` +
+          `${JSON.stringify(w1.written.version)}, so it replaces it.`,
+      );
       const r = must(lab.kvRead('x'));
       const conflicts = count(seen, 'kv_conflict');
       const passed = r.versions.length === 1 && !r.conflict && conflicts === 0 && r.versions[0]?.value === 'v2';
       return {
         passed,
-        summary: passed ? 'One version (v2), no conflict: the second write causally follows the first.' : `Expected one version and no conflict, got ${r.versions.length} version(s), conflict=${r.conflict}.`,
+        summary: passed
+          ? 'One version (v2), no conflict: the second write causally follows the first.'
+          : `Expected one version and no conflict, got ${r.versions.length} version(s), conflict=${r.conflict}.`,
         facts: { versions: r.versions, conflict: r.conflict, kv_conflict_events: conflicts },
       };
     },
   },
   {
     name: 'ConcurrentWrites',
-    description: 'P1 and P2 write the same key without seeing each other’s write: the versions are ' + 'concurrent, kv_conflict fires and the configured strategy decides.',
+    description:
+      'P1 and P2 write the same key without seeing each other’s write: the versions are ' +
+      'concurrent, kv_conflict fires and the configured strategy decides.',
     run({ lab, step, seen }) {
       for (const p of ['p1', 'p2']) must(lab.spawn(p, 'vector'));
       must(lab.internalEvent('p2', 'warm-up'));
       must(lab.internalEvent('p2', 'warm-up'));
-      step('Spawned p1 and p2; p2 performed two internal events so its Lamport clock runs ahead. ' + `Strategy: ${lab.conflictStrategy}.`);
+      step(
+        'Spawned p1 and p2; p2 performed two internal events so its Lamport clock runs ahead. ' +
+          `Strategy: ${lab.conflictStrategy}.`,
+      );
       const w1 = must(lab.kvWrite('x', 'from-p1', 'p1'));
-      step(`p1 writes x = from-p1 with version ${JSON.stringify(w1.written.version)} at Lamport ${w1.written.timestamp}.`);
+      step(
+        `p1 writes x = from-p1 with version ${JSON.stringify(w1.written.version)} at Lamport ${w1.written.timestamp}.`,
+      );
       const w2 = must(lab.kvWrite('x', 'from-p2', 'p2'));
-      step(`p2, which never saw p1's write, writes x = from-p2 with version ` + `${JSON.stringify(w2.written.version)} at Lamport ${w2.written.timestamp}: neither ` + 'vector dominates.');
+      step(
+        `p2, which never saw p1's write, writes x = from-p2 with version ` +
+          `${JSON.stringify(w2.written.version)} at Lamport ${w2.written.timestamp}: neither ` +
+          'vector dominates.',
+      );
       const r = must(lab.kvRead('x'));
       const conflicts = count(seen, 'kv_conflict');
       const resolved = count(seen, 'kv_resolved');
       const strategy = lab.conflictStrategy;
       const expected: Record<string, string> = { lww: 'from-p2', first_writer: 'from-p1', merge: 'from-p1|from-p2' };
-      const passed = conflicts === 1 && (strategy === 'keep_all' ? r.versions.length === 2 && r.conflict : r.versions.length === 1 && resolved === 1 && r.versions[0]?.value === expected[strategy]);
-      step(strategy === 'keep_all' ? `keep_all retains both siblings: ${r.versions.map((v) => v.value).join(', ')}.` : `${strategy} resolved the conflict to ${r.versions[0]?.value}.`);
+      const passed =
+        conflicts === 1 &&
+        (strategy === 'keep_all'
+          ? r.versions.length === 2 && r.conflict
+          : r.versions.length === 1 && resolved === 1 && r.versions[0]?.value === expected[strategy]);
+      step(
+        strategy === 'keep_all'
+          ? `keep_all retains both siblings: ${r.versions.map((v) => v.value).join(', ')}.`
+          : `${strategy} resolved the conflict to ${r.versions[0]?.value}.`,
+      );
       return {
         passed,
-        summary: passed ? 'The concurrent writes were detected (kv_conflict) and ' + `${strategy === 'keep_all' ? 'both kept as siblings' : `resolved by ${strategy}`}.` : 'The concurrent writes were not handled as the strategy prescribes.',
-        facts: { strategy, versions: r.versions, conflict: r.conflict, kv_conflict_events: conflicts, kv_resolved_events: resolved },
+        summary: passed
+          ? 'The concurrent writes were detected (kv_conflict) and ' +
+            `${strategy === 'keep_all' ? 'both kept as siblings' : `resolved by ${strategy}`}.`
+          : 'The concurrent writes were not handled as the strategy prescribes.',
+        facts: {
+          strategy,
+          versions: r.versions,
+          conflict: r.conflict,
+          kv_conflict_events: conflicts,
+          kv_resolved_events: resolved,
+        },
       };
     },
   },
   {
     name: 'CausalViolation',
-    description: 'With immediate delivery, p3 receives p2’s reply to p1’s message before p1’s message ' + 'itself: the effect overtakes its cause.',
+    description:
+      'With immediate delivery, p3 receives p2’s reply to p1’s message before p1’s message ' +
+      'itself: the effect overtakes its cause.',
     run({ lab, step, seen, settle }) {
       for (const p of ['p1', 'p2', 'p3']) must(lab.spawn(p, 'vector'));
       lab.setDeliveryMode('immediate');
@@ -197,14 +263,19 @@ const scenarios: ScenarioDef[] = [
       const passed = violations === 1 && order[0] === m3.id;
       return {
         passed,
-        summary: passed ? `p3 delivered ${m3.id} before its causal predecessor ${m1.id}: a causal violation, ` + 'which the hold-back queue prevents (see CausalDelivery).' : 'The expected causal violation did not show.',
+        summary: passed
+          ? `p3 delivered ${m3.id} before its causal predecessor ${m1.id}: a causal violation, ` +
+            'which the hold-back queue prevents (see CausalDelivery).'
+          : 'The expected causal violation did not show.',
         facts: { delivery_order_at_p3: order, causal_violations: violations },
       };
     },
   },
   {
     name: 'CausalDelivery',
-    description: 'The same race under causal delivery: the effect is held back until its cause arrives, ' + 'for a unicast (RST matrices) and for a broadcast (BSS vectors).',
+    description:
+      'The same race under causal delivery: the effect is held back until its cause arrives, ' +
+      'for a unicast (RST matrices) and for a broadcast (BSS vectors).',
     run({ lab, step, seen, settle }) {
       for (const p of ['p1', 'p2', 'p3']) must(lab.spawn(p, 'vector'));
       lab.setDeliveryMode('causal');
@@ -222,23 +293,49 @@ const scenarios: ScenarioDef[] = [
       const b1 = must(lab.broadcast('p1', 'question'));
       lab.advance(15);
       const b2 = must(lab.broadcast('p2', 'answer'));
-      step(`Broadcast: p1 broadcasts the question (${b1.broadcast_id}); p2 delivers it and ` + `broadcasts the answer (${b2.broadcast_id}).`);
+      step(
+        `Broadcast: p1 broadcasts the question (${b1.broadcast_id}); p2 delivers it and ` +
+          `broadcasts the answer (${b2.broadcast_id}).`,
+      );
       settle();
-      const payloads = seen.filter((e) => e.type === 'message_delivered' && e.data['to'] === 'p3' && e.data['cast'] === 'broadcast').map((e) => e.data['payload']);
-      const bHeld = seen.some((e) => e.type === 'message_held' && e.data['broadcast_id'] === b2.broadcast_id && e.data['to'] === 'p3');
-      step(`The answer reached p3 first and was ${bHeld ? 'held' : 'not held'}; p3 delivered ${payloads.join(' then ')}.`);
+      const payloads = seen
+        .filter((e) => e.type === 'message_delivered' && e.data['to'] === 'p3' && e.data['cast'] === 'broadcast')
+        .map((e) => e.data['payload']);
+      const bHeld = seen.some(
+        (e) => e.type === 'message_held' && e.data['broadcast_id'] === b2.broadcast_id && e.data['to'] === 'p3',
+      );
+      step(
+        `The answer reached p3 first and was ${bHeld ? 'held' : 'not held'}; p3 delivered ${payloads.join(' then ')}.`,
+      );
       const violations = count(seen, 'causal_violation');
-      const passed = uniHeld && uniOrder[0] === m1.id && uniOrder[1] === m3.id && bHeld && payloads[0] === 'question' && payloads[1] === 'answer' && violations === 0;
+      const passed =
+        uniHeld &&
+        uniOrder[0] === m1.id &&
+        uniOrder[1] === m3.id &&
+        bHeld &&
+        payloads[0] === 'question' &&
+        payloads[1] === 'answer' &&
+        violations === 0;
       return {
         passed,
-        summary: passed ? 'Both effects waited in p3’s hold-back queue until their causes were delivered: no causal violation.' : 'Causal delivery did not hold the effects back as expected.',
-        facts: { unicast_order_at_p3: uniOrder, unicast_held: uniHeld, broadcast_order_at_p3: payloads, broadcast_held: bHeld, causal_violations: violations },
+        summary: passed
+          ? 'Both effects waited in p3’s hold-back queue until their causes were delivered: no causal violation.'
+          : 'Causal delivery did not hold the effects back as expected.',
+        facts: {
+          unicast_order_at_p3: uniOrder,
+          unicast_held: uniHeld,
+          broadcast_order_at_p3: payloads,
+          broadcast_held: bHeld,
+          causal_violations: violations,
+        },
       };
     },
   },
   {
     name: 'MatrixGC',
-    description: 'Matrix clocks let p1 learn when every process has seen its update, so the update can ' + 'be garbage-collected; not before the knowledge has gone round.',
+    description:
+      'Matrix clocks let p1 learn when every process has seen its update, so the update can ' +
+      'be garbage-collected; not before the knowledge has gone round.',
     run({ lab, step, settle }) {
       for (const p of ['p1', 'p2', 'p3']) must(lab.spawn(p, 'matrix'));
       const u = must(lab.internalEvent('p1', 'update u'));
@@ -258,18 +355,27 @@ const scenarios: ScenarioDef[] = [
       settle();
       const after = known();
       const m = must(lab.process('p1')).matrix;
-      step(`p3 → p1 delivered; p1's matrix column p1 is ` + `${JSON.stringify(Object.fromEntries(Object.entries(m ?? {}).map(([k, row]) => [k, row['p1']])))}: ` + `min ${after}.`);
+      step(
+        `p3 → p1 delivered; p1's matrix column p1 is ` +
+          `${JSON.stringify(Object.fromEntries(Object.entries(m ?? {}).map(([k, row]) => [k, row['p1']])))}: ` +
+          `min ${after}.`,
+      );
       const passed = before.every((x) => x < t) && after >= t;
       return {
         passed,
-        summary: passed ? 'p1 could not discard u until the cycle p1→p2→p3→p1 closed; then every row of its ' + `matrix showed u seen (min ${after} >= ${t}).` : 'The matrix clock did not show the garbage-collection point where expected.',
+        summary: passed
+          ? 'p1 could not discard u until the cycle p1→p2→p3→p1 closed; then every row of its ' +
+            `matrix showed u seen (min ${after} >= ${t}).`
+          : 'The matrix clock did not show the garbage-collection point where expected.',
         facts: { update_event: t, known_by_all_before: before, known_by_all_after: after },
       };
     },
   },
   {
     name: 'PartitionAndHeal',
-    description: 'A partition isolates p1: messages across it are dropped, messages within a side flow; ' + 'after healing, messages cross again and nothing stays held.',
+    description:
+      'A partition isolates p1: messages across it are dropped, messages within a side flow; ' +
+      'after healing, messages cross again and nothing stays held.',
     run({ lab, step, seen, settle }) {
       for (const p of ['p1', 'p2', 'p3']) must(lab.spawn(p, 'vector'));
       const part = must(lab.partition(['p1'], ['p2', 'p3']));
@@ -279,7 +385,11 @@ const scenarios: ScenarioDef[] = [
       const c = must(lab.send('p3', 'p1', 'across back'));
       settle();
       const droppedIds = seen.filter((e) => e.type === 'message_dropped').map((e) => e.data['id'] as string);
-      step(`${a.id} p1→p2 and ${c.id} p3→p1 were ` + `${droppedIds.includes(a.id) && droppedIds.includes(c.id) ? 'dropped' : 'not dropped'}; ` + `${b.id} p2→p3 was ${delivered(seen).includes(b.id) ? 'delivered' : 'not delivered'}.`);
+      step(
+        `${a.id} p1→p2 and ${c.id} p3→p1 were ` +
+          `${droppedIds.includes(a.id) && droppedIds.includes(c.id) ? 'dropped' : 'not dropped'}; ` +
+          `${b.id} p2→p3 was ${delivered(seen).includes(b.id) ? 'delivered' : 'not delivered'}.`,
+      );
       lab.clearFaults();
       step('Healed: every fault cleared.');
       const d = must(lab.send('p1', 'p2', 'after heal'));
@@ -287,12 +397,25 @@ const scenarios: ScenarioDef[] = [
       settle();
       const got = delivered(seen);
       const p1 = must(lab.process('p1'));
-      step(`${d.id} and ${e.id} were ` + `${got.includes(d.id) && got.includes(e.id) ? 'delivered' : 'not delivered'}; p1's ` + `vector clock is now ${JSON.stringify(p1.vector)}.`);
+      step(
+        `${d.id} and ${e.id} were ` +
+          `${got.includes(d.id) && got.includes(e.id) ? 'delivered' : 'not delivered'}; p1's ` +
+          `vector clock is now ${JSON.stringify(p1.vector)}.`,
+      );
       const held = lab.processes().reduce((n, p) => n + p.held.length, 0);
-      const passed = droppedIds.length === 2 && got.includes(b.id) && got.includes(d.id) && got.includes(e.id) && held === 0 && (p1.vector['p2'] ?? 0) > 0;
+      const passed =
+        droppedIds.length === 2 &&
+        got.includes(b.id) &&
+        got.includes(d.id) &&
+        got.includes(e.id) &&
+        held === 0 &&
+        (p1.vector['p2'] ?? 0) > 0;
       return {
         passed,
-        summary: passed ? 'Messages across the partition were lost, traffic inside each side continued, and ' + 'after healing the processes communicate again with nothing left held back.' : 'The partition or the heal did not behave as expected.',
+        summary: passed
+          ? 'Messages across the partition were lost, traffic inside each side continued, and ' +
+            'after healing the processes communicate again with nothing left held back.'
+          : 'The partition or the heal did not behave as expected.',
         facts: { dropped: droppedIds, delivered: got, held_after_heal: held },
       };
     },
@@ -324,7 +447,13 @@ export function runScenario(lab: Lab, name: string, publish: EmitFn): ScenarioRe
     seen,
     step(text, data) {
       steps.push(text);
-      publish('scenario_step', { scenario: name, step: steps.length, text, time_ms: lab.now, ...(data ? { data } : {}) });
+      publish('scenario_step', {
+        scenario: name,
+        step: steps.length,
+        text,
+        time_ms: lab.now,
+        ...(data ? { data } : {}),
+      });
     },
     settle() {
       lab.runUntilQuiet(scenarioSettleMsMax);
@@ -332,7 +461,12 @@ export function runScenario(lab: Lab, name: string, publish: EmitFn): ScenarioRe
   };
   try {
     const verdict = def.run(ctx);
-    publish('scenario_verdict', { scenario: name, passed: verdict.passed, summary: verdict.summary, facts: verdict.facts });
+    publish('scenario_verdict', {
+      scenario: name,
+      passed: verdict.passed,
+      summary: verdict.summary,
+      facts: verdict.facts,
+    });
     return { scenario: name, steps, verdict, time_ms: lab.now };
   } finally {
     stop();

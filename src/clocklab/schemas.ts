@@ -4,7 +4,15 @@
  */
 import Type from 'typebox';
 import { ProcessIdSchema } from './config.js';
-import { channelDelayMsMax, eventLabelCharsMax, kvValueCharsMax, kvVersionCounterMax, messageAmountMax, payloadCharsMax, processCountMax } from './limits.js';
+import {
+  channelDelayMsMax,
+  eventLabelCharsMax,
+  kvValueCharsMax,
+  kvVersionCounterMax,
+  messageAmountMax,
+  payloadCharsMax,
+  processCountMax,
+} from './limits.js';
 
 const ProcessId = ProcessIdSchema;
 
@@ -16,7 +24,10 @@ export const ProcessBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const EventBody = Type.Object({ label: Type.Optional(Type.String({ maxLength: eventLabelCharsMax })) }, { additionalProperties: false });
+export const EventBody = Type.Object(
+  { label: Type.Optional(Type.String({ maxLength: eventLabelCharsMax })) },
+  { additionalProperties: false },
+);
 
 export const MessageBody = Type.Object(
   {
@@ -29,7 +40,10 @@ export const MessageBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const BroadcastBody = Type.Object({ from: ProcessId, payload: Type.String({ maxLength: payloadCharsMax }) }, { additionalProperties: false });
+export const BroadcastBody = Type.Object(
+  { from: ProcessId, payload: Type.String({ maxLength: payloadCharsMax }) },
+  { additionalProperties: false },
+);
 
 export const FaultsBody = Type.Object(
   {
@@ -49,14 +63,21 @@ export const PartitionBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const DeliveryBody = Type.Object({ mode: Type.Union([Type.Literal('causal'), Type.Literal('immediate')]) }, { additionalProperties: false });
+export const DeliveryBody = Type.Object(
+  { mode: Type.Union([Type.Literal('causal'), Type.Literal('immediate')]) },
+  { additionalProperties: false },
+);
 
 export const KvWriteBody = Type.Object(
   {
     value: Type.String({ maxLength: kvValueCharsMax }),
     writer: ProcessId,
     /** Optional: apply a write made earlier with this version vector (replay); the writer's clock does not move. */
-    version: Type.Optional(Type.Record(ProcessId, Type.Integer({ minimum: 0, maximum: kvVersionCounterMax }), { maxProperties: processCountMax })),
+    version: Type.Optional(
+      Type.Record(ProcessId, Type.Integer({ minimum: 0, maximum: kvVersionCounterMax }), {
+        maxProperties: processCountMax,
+      }),
+    ),
   },
   { additionalProperties: false },
 );

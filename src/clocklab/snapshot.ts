@@ -102,8 +102,14 @@ export class GlobalSnapshot {
       for (let j = 0; j < n; j++) {
         if (i === j) continue;
         this.channels[i * n + j] = {
-          from: participants[i] as string, to: participants[j] as string, phase: 'waiting', messages: [],
-          sentAtCut: undefined, arrivedAtCut: undefined, stragglers: new Set(), late: [],
+          from: participants[i] as string,
+          to: participants[j] as string,
+          phase: 'waiting',
+          messages: [],
+          sentAtCut: undefined,
+          arrivedAtCut: undefined,
+          stragglers: new Set(),
+          late: [],
         };
       }
     }
@@ -124,7 +130,10 @@ export class GlobalSnapshot {
   onMarkerLost(from: string, to: string, reason: string): boolean {
     const ch = this.channel(from, to);
     if (!ch || ch.phase === 'closed' || this.status !== 'running') return false;
-    this.abandon(`the marker on ${from}→${to} was lost (${reason}); that channel's state can never be ` + 'recorded, so the snapshot can never complete');
+    this.abandon(
+      `the marker on ${from}→${to} was lost (${reason}); that channel's state can never be ` +
+        'recorded, so the snapshot can never complete',
+    );
     return true;
   }
 
@@ -157,7 +166,13 @@ export class GlobalSnapshot {
    * incoming channel starts recording, except the one the first marker came on, which is empty
    * (the marker rule). The caller then sends a marker on every outgoing channel.
    */
-  record(state: RecordedProcess, sentOn: (to: string) => number, arrivedOn: (from: string) => number, markerFrom: string | undefined, nowMs: number): void {
+  record(
+    state: RecordedProcess,
+    sentOn: (to: string) => number,
+    arrivedOn: (from: string) => number,
+    markerFrom: string | undefined,
+    nowMs: number,
+  ): void {
     const p = state.id;
     const i = this.index.get(p);
     invariant(i !== undefined && !this.processes.has(p), `${p} records its state once per snapshot`);
@@ -191,21 +206,32 @@ export class GlobalSnapshot {
     if (this.status === 'incomplete') return;
     const ch = this.channel(msg.from, msg.to);
     if (!ch) {
-      if (this.index.has(msg.to) && !this.index.has(msg.from) && !this.processes.has(msg.to) && this.completedAtMs === undefined) {
-        if (this.outsiderReceipts.length < reasonsShownMax) this.outsiderReceipts.push(`${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, ` + 'before recording its state: a receive whose send is outside the cut');
+      if (
+        this.index.has(msg.to) &&
+        !this.index.has(msg.from) &&
+        !this.processes.has(msg.to) &&
+        this.completedAtMs === undefined
+      ) {
+        if (this.outsiderReceipts.length < reasonsShownMax)
+          this.outsiderReceipts.push(
+            `${msg.to} received ${msg.id} from ${msg.from}, which joined after the snapshot began, ` +
+              'before recording its state: a receive whose send is outside the cut',
+          );
         else this.outsiderReceiptsMore++;
       }
       return;
     }
     if (ch.phase === 'recording') {
       if (this.recorded >= snapshotRecordedMessagesMax) {
-        this.abandon(`more than ${snapshotRecordedMessagesMax} messages arrived in transit before the ` + 'markers closed the channels, the recording maximum');
+        this.abandon(
+          `more than ${snapshotRecordedMessagesMax} messages arrived in transit before the ` +
+            'markers closed the channels, the recording maximum',
+        );
         return;
       }
       this.recorded++;
       ch.messages.push(msg);
-    }
-    else if (ch.phase === 'closed' && ch.stragglers.delete(msg.id)) ch.late.push(msg.id);
+    } else if (ch.phase === 'closed' && ch.stragglers.delete(msg.id)) ch.late.push(msg.id);
   }
 
   /** Marker arrival found these messages, sent before the cut, still in flight (a reordering channel). */
@@ -247,14 +273,24 @@ export class GlobalSnapshot {
     reasons.push(...this.abandoned);
     if (this.killed.length > 0) {
       for (const p of this.killed) {
-        reasons.push(`process ${p} was killed after the snapshot began; the markers to and from it were ` + 'never delivered, so the snapshot can never complete');
+        reasons.push(
+          `process ${p} was killed after the snapshot began; the markers to and from it were ` +
+            'never delivered, so the snapshot can never complete',
+        );
       }
     } else if (status === 'running' && this.abandoned.length === 0) {
-      const open = this.channelList().filter((c) => c.phase !== 'closed').map((c) => `${c.from}→${c.to}`);
+      const open = this.channelList()
+        .filter((c) => c.phase !== 'closed')
+        .map((c) => `${c.from}→${c.to}`);
       const waiting = this.participants.filter((p) => !this.processes.has(p));
       const parts: string[] = [];
-      if (waiting.length > 0) parts.push(`${waiting.length} process(es) have not recorded their state (${waiting.slice(0, 5).join(', ')})`);
-      if (open.length > 0) parts.push(`${open.length} channel(s) still wait for a marker ` + `(${open.slice(0, 5).join(', ')}${open.length > 5 ? ', ...' : ''})`);
+      if (waiting.length > 0)
+        parts.push(`${waiting.length} process(es) have not recorded their state (${waiting.slice(0, 5).join(', ')})`);
+      if (open.length > 0)
+        parts.push(
+          `${open.length} channel(s) still wait for a marker ` +
+            `(${open.slice(0, 5).join(', ')}${open.length > 5 ? ', ...' : ''})`,
+        );
       reasons.push(`snapshot not complete: ${parts.join('; ')}`);
     }
     let inTransit = 0;
@@ -262,21 +298,42 @@ export class GlobalSnapshot {
       if (!ch) continue;
       inTransit += ch.messages.length;
       if (ch.sentAtCut !== undefined && ch.arrivedAtCut !== undefined && ch.arrivedAtCut > ch.sentAtCut) {
-        reasons.push(`${ch.to} had received message #${ch.arrivedAtCut} on ${ch.from}→${ch.to} when it ` + `recorded, but ${ch.from} had sent only ${ch.sentAtCut} when it recorded: a receive ` + 'whose send is outside the cut');
+        reasons.push(
+          `${ch.to} had received message #${ch.arrivedAtCut} on ${ch.from}→${ch.to} when it ` +
+            `recorded, but ${ch.from} had sent only ${ch.sentAtCut} when it recorded: a receive ` +
+            'whose send is outside the cut',
+        );
       }
       if (ch.sentAtCut !== undefined) {
         for (const m of ch.messages) {
-          if (m.seq > ch.sentAtCut) reasons.push(`${m.id} on ${ch.from}→${ch.to} is recorded in transit but was sent after ${ch.from} recorded its state`);
+          if (m.seq > ch.sentAtCut)
+            reasons.push(
+              `${m.id} on ${ch.from}→${ch.to} is recorded in transit but was sent after ${ch.from} recorded its state`,
+            );
         }
       }
-      for (const id of ch.late) reasons.push(`${id} on ${ch.from}→${ch.to} was sent before the cut but arrived after the marker, so ` + 'the channel state misses it (the channel is not FIFO)');
+      for (const id of ch.late)
+        reasons.push(
+          `${id} on ${ch.from}→${ch.to} was sent before the cut but arrived after the marker, so ` +
+            'the channel state misses it (the channel is not FIFO)',
+        );
       if (ch.phase === 'closed') {
-        for (const id of ch.stragglers) reasons.push(`${id} on ${ch.from}→${ch.to} was sent before the cut and is still in flight behind ` + 'the marker (the channel is not FIFO)');
+        for (const id of ch.stragglers)
+          reasons.push(
+            `${id} on ${ch.from}→${ch.to} was sent before the cut and is still in flight behind ` +
+              'the marker (the channel is not FIFO)',
+          );
       }
     }
     reasons.push(...this.outsiderReceipts);
-    if (this.outsiderReceiptsMore > 0) reasons.push(`... and ${this.outsiderReceiptsMore} more receipts from processes that joined after the snapshot began`);
-    const shown = reasons.length > reasonsShownMax ? [...reasons.slice(0, reasonsShownMax), `... and ${reasons.length - reasonsShownMax} more`] : reasons;
+    if (this.outsiderReceiptsMore > 0)
+      reasons.push(
+        `... and ${this.outsiderReceiptsMore} more receipts from processes that joined after the snapshot began`,
+      );
+    const shown =
+      reasons.length > reasonsShownMax
+        ? [...reasons.slice(0, reasonsShownMax), `... and ${reasons.length - reasonsShownMax} more`]
+        : reasons;
     return {
       id: this.id,
       complete: status === 'complete',

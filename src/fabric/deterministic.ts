@@ -179,7 +179,9 @@ export class DetCluster {
    */
   client(nodeId: NodeId, op: ClientOp): number {
     const id = this.nextRequestId();
-    this.line(`${this.clock} client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`);
+    this.line(
+      `${this.clock} client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`,
+    );
     const e = this.nodes.get(nodeId);
     if (!e) {
       this.record(nodeId, { id, ok: false, code: 'not_found', error: `node ${nodeId} not found` });
@@ -290,7 +292,8 @@ export class DetCluster {
       const expected = e.core.persistentState?.();
       invariant(
         isDeepStrictEqual(e.durable, expected),
-        () => `${id}: the fold of its durable records differs from persistentState() at the crash (a record is missing)`,
+        () =>
+          `${id}: the fold of its durable records differs from persistentState() at the crash (a record is missing)`,
       );
       e.persisted = e.durable;
     } else {
@@ -405,7 +408,10 @@ export class DetCluster {
       durable.length = 0;
     }
     if (cause === 'tick' && out.messages.length + out.replies.length + out.events.length > 0) {
-      this.line(`${this.clock} tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} events=${out.events.length}`);
+      this.line(
+        `${this.clock} tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} ` +
+          `events=${out.events.length}`,
+      );
     }
     for (const m of out.messages) {
       this.fabric.submit(e.id, m.to, this.opts.encode ? pack(m.msg) : m.msg, this.clock);

@@ -21,12 +21,7 @@ export interface FabricOptions {
   inboxMax?: number;
 }
 
-export type SubmitOutcome =
-  | 'queued'
-  | 'dropped_rate'
-  | 'dropped_partition'
-  | 'dropped_full'
-  | 'dropped_unknown_node';
+export type SubmitOutcome = 'queued' | 'dropped_rate' | 'dropped_partition' | 'dropped_full' | 'dropped_unknown_node';
 
 export interface Delivery<P> {
   from: string;
@@ -503,8 +498,19 @@ export class Fabric<P> {
    */
   forEachLink(visit: (link: Readonly<LinkView>) => void): void {
     const view: LinkView = {
-      from: '', to: '', latencyMs: 0, dropRate: 0, blocked: false, inFlight: 0, sent: 0, delivered: 0,
-      dropped_rate: 0, dropped_partition: 0, dropped_full: 0, bytes: 0, kinds: [],
+      from: '',
+      to: '',
+      latencyMs: 0,
+      dropRate: 0,
+      blocked: false,
+      inFlight: 0,
+      sent: 0,
+      delivered: 0,
+      dropped_rate: 0,
+      dropped_partition: 0,
+      dropped_full: 0,
+      bytes: 0,
+      kinds: [],
     };
     for (const s of this.slots) {
       if (!s) continue;

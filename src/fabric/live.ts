@@ -99,11 +99,14 @@ export class LiveFabricDriver {
     if (next !== Infinity && next < this.timerAt) {
       if (this.timer) clearTimeout(this.timer);
       this.timerAt = next;
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.timerAt = Infinity;
-        this.pass();
-      }, Math.max(1, next - now));
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.timerAt = Infinity;
+          this.pass();
+        },
+        Math.max(1, next - now),
+      );
     }
   }
 

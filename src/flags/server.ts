@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { HttpApp, healthRoutes } from '../http/index.js';
+import { builtPageDir, serveBuiltPage } from '../http/static.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { registerAuthRoutes } from './api/auth-routes.js';
 import type { FlagsContext } from './api/context.js';
@@ -32,6 +33,8 @@ export interface StartFlagsOptions {
   logger?: Logger;
   /** Wall clock in ms; injected so tests can move time (token expiry, rate limits). */
   now?: () => number;
+  /** The built console page (default dist/web/flags of this checkout, from `make build`). */
+  webDir?: string;
 }
 
 export interface FlagsServer {
@@ -44,7 +47,8 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min 
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min} (got ${JSON.stringify(raw)})`);
+  if (!Number.isSafeInteger(n) || n < min)
+    throw new Error(`${name} must be an integer >= ${min} (got ${JSON.stringify(raw)})`);
   return n;
 }
 
@@ -55,17 +59,34 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min 
  * FLAGS_SSE_REPLAY_LOG_MAX (4096 changes), FLAGS_SSE_REPLAY_LOG_BYTES (32 MiB), FLAGS_SSE_CLIENT_BUFFER_BYTES (524288),
  * FLAGS_AUDIT_MAX_PER_PROJECT (100000).
  */
-function limitsFromEnv(env: NodeJS.ProcessEnv): { login: RateLimitConfig; account: RateLimitConfig; stream: StreamLimits; sseBufferBytes: number; auditMax: number } {
+function limitsFromEnv(env: NodeJS.ProcessEnv): {
+  login: RateLimitConfig;
+  account: RateLimitConfig;
+  stream: StreamLimits;
+  sseBufferBytes: number;
+  auditMax: number;
+} {
   return {
-    login: { ...defaultLoginRateLimit, attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_MINUTE', defaultLoginRateLimit.attemptsMax, 1) },
-    account: { ...defaultAccountRateLimit, attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_ACCOUNT', defaultAccountRateLimit.attemptsMax, 1) },
+    login: {
+      ...defaultLoginRateLimit,
+      attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_MINUTE', defaultLoginRateLimit.attemptsMax, 1),
+    },
+    account: {
+      ...defaultAccountRateLimit,
+      attemptsMax: intFromEnv(env, 'FLAGS_LOGIN_ATTEMPTS_PER_ACCOUNT', defaultAccountRateLimit.attemptsMax, 1),
+    },
     stream: {
       heartbeatMs: intFromEnv(env, 'FLAGS_SSE_HEARTBEAT_MS', defaultStreamLimits.heartbeatMs),
       drainTimeoutMs: intFromEnv(env, 'FLAGS_SSE_DRAIN_TIMEOUT_MS', defaultStreamLimits.drainTimeoutMs, 1),
       replayBytesMax: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, envBytesMin),
       clientsMax: intFromEnv(env, 'FLAGS_SSE_CLIENTS_MAX', defaultStreamLimits.clientsMax, 1),
       replayLogEntriesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_MAX', defaultStreamLimits.replayLogEntriesMax, 1),
-      replayLogBytesMax: intFromEnv(env, 'FLAGS_SSE_REPLAY_LOG_BYTES', defaultStreamLimits.replayLogBytesMax, envBytesMin),
+      replayLogBytesMax: intFromEnv(
+        env,
+        'FLAGS_SSE_REPLAY_LOG_BYTES',
+        defaultStreamLimits.replayLogBytesMax,
+        envBytesMin,
+      ),
     },
     sseBufferBytes: intFromEnv(env, 'FLAGS_SSE_CLIENT_BUFFER_BYTES', sseClientBufferBytesDefault, envBytesMin),
     auditMax: intFromEnv(env, 'FLAGS_AUDIT_MAX_PER_PROJECT', auditRecordsPerProjectMaxDefault, 1),
@@ -88,7 +109,9 @@ export function warnIfKernelBuffersUnbounded(logger: Logger, sseBufferBytes: num
   if (Number.isFinite(lowat) && lowat > sseBufferBytes) {
     logger.warn(
       { tcpNotsentLowat: lowat, sseClientBufferBytes: sseBufferBytes },
-      'flags: the kernel may hold up to its send buffer (net.ipv4.tcp_wmem max) for each ' + 'stream client that stops reading, until FLAGS_SSE_DRAIN_TIMEOUT_MS cuts it off; ' + `sysctl net.ipv4.tcp_notsent_lowat=${sseBufferBytes} bounds it to the slow-client limit`,
+      'flags: the kernel may hold up to its send buffer (net.ipv4.tcp_wmem max) for each ' +
+        'stream client that stops reading, until FLAGS_SSE_DRAIN_TIMEOUT_MS cuts it off; ' +
+        `sysctl net.ipv4.tcp_notsent_lowat=${sseBufferBytes} bounds it to the slow-client limit`,
     );
   }
 }
@@ -105,12 +128,24 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
   let hub: StreamHub | undefined;
   let app: HttpApp | undefined;
   try {
-    const auth = await AuthService.start({ store, env, logger, now, loginRateLimit: limits.login, accountRateLimit: limits.account });
+    const auth = await AuthService.start({
+      store,
+      env,
+      logger,
+      now,
+      loginRateLimit: limits.login,
+      accountRateLimit: limits.account,
+    });
     const from = await store.latestSeq();
     const replica = new Replica((p, e) => store.snapshot(p, e), from);
-    const theHub = new StreamHub(replica, limits.stream, () => store.latestSeq(), (what, err) => {
-      logger.error({ err }, `flags: ${what}: it cannot be serialised`);
-    });
+    const theHub = new StreamHub(
+      replica,
+      limits.stream,
+      () => store.latestSeq(),
+      (what, err) => {
+        logger.error({ err }, `flags: ${what}: it cannot be serialised`);
+      },
+    );
     hub = theHub;
     let feedHealthy = true;
     const theFeed = new ChangeFeed(store, {
@@ -127,7 +162,16 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
     });
     feed = theFeed;
     const metrics = createMetrics({ store, hub: theHub, replica, auth, feedPosition: () => theFeed.position });
-    const ctx: FlagsContext = { store, auth, replica, hub: theHub, metrics, logger, now, settled: () => theFeed.caughtUp() };
+    const ctx: FlagsContext = {
+      store,
+      auth,
+      replica,
+      hub: theHub,
+      metrics,
+      logger,
+      now,
+      settled: () => theFeed.caughtUp(),
+    };
 
     const theApp = new HttpApp({
       name: 'flags',
@@ -136,10 +180,15 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
       onResponse: (method, status) => metrics.httpRequests.inc({ method, status: String(status) }),
     });
     app = theApp;
-    healthRoutes(theApp, metrics.registry, () => ({ ready: feedHealthy, detail: { store: store.kind, feedPosition: theFeed.position } }));
+    healthRoutes(theApp, metrics.registry, () => ({
+      ready: feedHealthy,
+      detail: { store: store.kind, feedPosition: theFeed.position },
+    }));
     registerAuthRoutes(theApp, ctx);
     registerManagementRoutes(theApp, ctx);
     registerSdkRoutes(theApp, ctx, limits.sseBufferBytes);
+    // The flags console at GET / (src/http/static.ts; 503 naming `make build` until it is built).
+    serveBuiltPage(theApp, { dir: opts.webDir ?? builtPageDir('flags'), page: 'flags' });
     const bound = await theApp.listen(port, opts.host ?? '0.0.0.0');
     logger.info({ port: bound, store: store.kind }, 'flags: listening');
     warnIfKernelBuffersUnbounded(logger, limits.sseBufferBytes);

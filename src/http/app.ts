@@ -306,17 +306,20 @@ export class HttpApp implements BodyHost, FailureSink {
     }
     if (result instanceof Promise) {
       const deadlineMs = route.opts.deadlineMs ?? this.opts.handlerDeadlineMs;
-      const timer = deadlineMs === undefined ? undefined : setTimeout(() => {
-        if (state.done || state.aborted) return;
-        this.countHandlerError(route.route, 'timeout');
-        this.opts.logger.error(
-          { method: request.method, route: route.route, path: request.path, deadlineMs },
-          `${this.opts.name}: handler missed its deadline; answered 503`,
-        );
-        const error =
-          `no answer within ${deadlineMs} ms (the handler deadline); ` + 'the operation may still complete';
-        this.send(res, state, { status: 503, body: { error } }, cors, request.method);
-      }, deadlineMs);
+      const timer =
+        deadlineMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              if (state.done || state.aborted) return;
+              this.countHandlerError(route.route, 'timeout');
+              this.opts.logger.error(
+                { method: request.method, route: route.route, path: request.path, deadlineMs },
+                `${this.opts.name}: handler missed its deadline; answered 503`,
+              );
+              const error =
+                `no answer within ${deadlineMs} ms (the handler deadline); ` + 'the operation may still complete';
+              this.send(res, state, { status: 503, body: { error } }, cors, request.method);
+            }, deadlineMs);
       result.then(
         (r) => {
           clearTimeout(timer);

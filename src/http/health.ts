@@ -11,13 +11,20 @@ import type { HttpApp } from './app.js';
 import { Counter, mirroredCounter } from '../util/metrics.js';
 import { processFaultCounts } from '../util/process-safety.js';
 
-export function healthRoutes(app: HttpApp, registry: Registry, ready: () => boolean | { ready: boolean; detail?: unknown } = () => true): void {
+export function healthRoutes(
+  app: HttpApp,
+  registry: Registry,
+  ready: () => boolean | { ready: boolean; detail?: unknown } = () => true,
+): void {
   app.get('/healthz', () => ({ status: 200, body: { status: 'ok' } }));
   app.get('/readyz', () => {
     const r = ready();
     const ok = typeof r === 'boolean' ? r : r.ready;
     const detail = typeof r === 'boolean' ? undefined : r.detail;
-    return { status: ok ? 200 : 503, body: ok ? { status: 'ready', ...(detail ? { detail } : {}) } : { error: 'not ready', detail } };
+    return {
+      status: ok ? 200 : 503,
+      body: ok ? { status: 'ready', ...(detail ? { detail } : {}) } : { error: 'not ready', detail },
+    };
   });
   app.get('/metrics', async () => ({
     status: 200,
@@ -46,7 +53,10 @@ export function faultMetrics(app: HttpApp, registry: Registry): void {
   const seen = new Map<string, number>();
   new Counter({
     name: 'http_handler_errors_total',
-    help: 'Requests that failed inside the process: the handler threw or rejected (kind="threw", ' + 'a 500), its result could not be serialised (kind="unserializable", a 500) or it ' + 'missed the handler deadline (kind="timeout", a 503), by route pattern',
+    help:
+      'Requests that failed inside the process: the handler threw or rejected (kind="threw", ' +
+      'a 500), its result could not be serialised (kind="unserializable", a 500) or it ' +
+      'missed the handler deadline (kind="timeout", a 503), by route pattern',
     labelNames: ['service', 'route', 'kind'],
     registers: [registry],
     collect() {
@@ -60,7 +70,16 @@ export function faultMetrics(app: HttpApp, registry: Registry): void {
       }
     },
   });
-  mirroredCounter(registry, 'process_unhandled_rejections_total', 'Promise rejections no code handled (logged at error; the process keeps running)', () => processFaultCounts().unhandledRejections);
-  mirroredCounter(registry, 'process_uncaught_exceptions_total', 'Exceptions no code caught (logged at error; the process keeps running)', () => processFaultCounts().uncaughtExceptions);
+  mirroredCounter(
+    registry,
+    'process_unhandled_rejections_total',
+    'Promise rejections no code handled (logged at error; the process keeps running)',
+    () => processFaultCounts().unhandledRejections,
+  );
+  mirroredCounter(
+    registry,
+    'process_uncaught_exceptions_total',
+    'Exceptions no code caught (logged at error; the process keeps running)',
+    () => processFaultCounts().uncaughtExceptions,
+  );
 }
-

@@ -44,7 +44,8 @@ export function jsonShapeProblem(body: Uint8Array): string | undefined {
       if (end < 0) return undefined; // an unterminated string: JSON.parse reports it
       i = end;
     } else if (c === openBracket || c === openBrace) {
-      if (++depth > jsonNestingDepthMax) return `request body nests arrays and objects deeper than ${jsonNestingDepthMax} levels (jsonNestingDepthMax)`;
+      if (++depth > jsonNestingDepthMax)
+        return `request body nests arrays and objects deeper than ${jsonNestingDepthMax} levels (jsonNestingDepthMax)`;
       if (++values > jsonValuesMax) return valuesProblem;
     } else if (c === closeBracket || c === closeBrace) {
       depth--;

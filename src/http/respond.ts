@@ -9,12 +9,28 @@ import type { Method } from './router.js';
 import type { CorsHeaders, CorsOptions, HttpResult } from './types.js';
 
 const statusText: Record<number, string> = {
-  200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content', 301: '301 Moved Permanently',
-  302: '302 Found', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden',
-  404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict', 412: '412 Precondition Failed',
-  413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
-  429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway',
-  503: '503 Service Unavailable', 504: '504 Gateway Timeout',
+  200: '200 OK',
+  201: '201 Created',
+  202: '202 Accepted',
+  204: '204 No Content',
+  301: '301 Moved Permanently',
+  302: '302 Found',
+  304: '304 Not Modified',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  412: '412 Precondition Failed',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  502: '502 Bad Gateway',
+  503: '503 Service Unavailable',
+  504: '504 Gateway Timeout',
 };
 
 export function statusLine(status: number): string {
@@ -79,7 +95,7 @@ export function serialize(r: HttpResult): Serialized {
   }
   // JSON.stringify throws RangeError on values nested beyond the stack, TypeError on BigInt and
   // cycles; undefined (a function, a symbol) is sent as no body.
-  const payload = r.body === undefined ? '' : (JSON.stringify(r.body) as string | undefined) ?? '';
+  const payload = r.body === undefined ? '' : ((JSON.stringify(r.body) as string | undefined) ?? '');
   return { status, headers, hasType, raw: false, payload };
 }
 

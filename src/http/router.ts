@@ -65,7 +65,12 @@ export class Router<R> {
   }
 
   private walk(node: TrieNode<R>, segs: string[], i: number, params: Record<string, string>): TrieNode<R> | undefined {
-    if (i === segs.length) return node.routes.size > 0 ? node : node.wildcard && node.wildcard.routes.size > 0 ? (params['*'] = '', node.wildcard) : undefined;
+    if (i === segs.length)
+      return node.routes.size > 0
+        ? node
+        : node.wildcard && node.wildcard.routes.size > 0
+          ? ((params['*'] = ''), node.wildcard)
+          : undefined;
     const seg = segs[i] as string;
     const st = node.statics.get(seg);
     if (st) {

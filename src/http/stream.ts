@@ -66,11 +66,11 @@ export interface StreamAppHooks {
 }
 
 export function runStream(
-res: uWS.HttpResponse,
-state: InFlight,
-entry: StreamEntry,
-cors: Record<string, string> | undefined,
-app: StreamAppHooks,
+  res: uWS.HttpResponse,
+  state: InFlight,
+  entry: StreamEntry,
+  cors: Record<string, string> | undefined,
+  app: StreamAppHooks,
 ): void {
   const request = state as HttpRequest<undefined>;
   const closeCbs: Array<(reason: StreamCloseReason) => void> = [];

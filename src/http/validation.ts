@@ -12,7 +12,10 @@ interface TbError {
 
 /** "/entries/0/key" -> "entries[0].key"; "" -> "body". */
 export function fieldName(instancePath: string, extra?: string): string {
-  const parts = instancePath.split('/').filter((p) => p !== '').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extra !== undefined) parts.push(extra);
   if (parts.length === 0) return 'body';
   let out = '';

@@ -263,7 +263,9 @@ export function wireWebSocket<D>(
         try {
           res.cork(() => {
             if (decision.reject) {
-              res.writeStatus(statusLine(decision.reject.status)).writeHeader('content-type', 'application/json')
+              res
+                .writeStatus(statusLine(decision.reject.status))
+                .writeHeader('content-type', 'application/json')
                 .end(JSON.stringify({ error: String(decision.reject.error) }));
               return;
             }

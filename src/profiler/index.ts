@@ -3,6 +3,13 @@
  * the address/seconds decoders it uses. Nothing here starts on import.
  */
 export {
-  isLoopbackHost, parseProfileSeconds, parseProfilerAddr, profileSecondsDefault, profileSecondsMax, profileSecondsMin,
-  startProfiler, type ProfilerAddr, type ProfilerHandle,
+  isLoopbackHost,
+  parseProfileSeconds,
+  parseProfilerAddr,
+  profileSecondsDefault,
+  profileSecondsMax,
+  profileSecondsMin,
+  startProfiler,
+  type ProfilerAddr,
+  type ProfilerHandle,
 } from './server.js';

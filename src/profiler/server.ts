@@ -32,19 +32,29 @@ export function isLoopbackHost(host: string): boolean {
   if (host.toLowerCase() === 'localhost') return true;
   const kind = isIP(host);
   if (kind === 4) return host.split('.')[0] === '127';
-  if (kind === 6) return host === '::1' || /^(0{1,4}:){7}0{0,3}1$/.test(host) || /^::ffff:127\.\d+\.\d+\.\d+$/i.test(host);
+  if (kind === 6)
+    return host === '::1' || /^(0{1,4}:){7}0{0,3}1$/.test(host) || /^::ffff:127\.\d+\.\d+\.\d+$/i.test(host);
   return false;
 }
 
 /** Decodes `host:port` or `[v6]:port`; the port may be 0 (a free one). Errors are values. */
 export function parseProfilerAddr(addr: string): ProfilerAddr {
   const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(addr) ?? /^([^:[\]]+):(\d{1,5})$/.exec(addr);
-  if (!m) return { ok: false, error: `PROFILER_ADDR must be host:port (for example 127.0.0.1:6060), got ${JSON.stringify(addr)}` };
+  if (!m)
+    return {
+      ok: false,
+      error: `PROFILER_ADDR must be host:port (for example 127.0.0.1:6060), got ${JSON.stringify(addr)}`,
+    };
   const host = m[1] as string;
   const port = Number(m[2]);
   if (port > 65535) return { ok: false, error: `PROFILER_ADDR port must be 0..65535, got ${port}` };
   if (!isLoopbackHost(host)) {
-    return { ok: false, error: 'PROFILER_ADDR must be a loopback address (127.0.0.0/8, ::1 or localhost); refusing ' + `${JSON.stringify(host)} so profiles are never served beyond this machine` };
+    return {
+      ok: false,
+      error:
+        'PROFILER_ADDR must be a loopback address (127.0.0.0/8, ::1 or localhost); refusing ' +
+        `${JSON.stringify(host)} so profiles are never served beyond this machine`,
+    };
   }
   return { ok: true, host: host.toLowerCase() === 'localhost' ? '127.0.0.1' : host, port };
 }
@@ -54,7 +64,12 @@ export function parseProfileSeconds(raw: string | null): { ok: true; seconds: nu
   if (raw === null || raw === '') return { ok: true, seconds: profileSecondsDefault };
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isInteger(n) || n < profileSecondsMin || n > profileSecondsMax) {
-    return { ok: false, error: `seconds must be an integer between ${profileSecondsMin} and ${profileSecondsMax}, got ` + `${JSON.stringify(raw)}` };
+    return {
+      ok: false,
+      error:
+        `seconds must be an integer between ${profileSecondsMin} and ${profileSecondsMax}, got ` +
+        `${JSON.stringify(raw)}`,
+    };
   }
   return { ok: true, seconds: n };
 }
@@ -133,7 +148,8 @@ export async function startProfiler(addr: string, logger: Logger): Promise<Profi
   };
 
   const heap = async (res: ServerResponse): Promise<void> => {
-    if (snapshotting) return sendJsonError(res, 409, 'a heap snapshot is already being taken; try again when it finishes');
+    if (snapshotting)
+      return sendJsonError(res, 409, 'a heap snapshot is already being taken; try again when it finishes');
     snapshotting = true;
     const session = new Session();
     session.connect();
@@ -158,7 +174,8 @@ export async function startProfiler(addr: string, logger: Logger): Promise<Profi
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://profiler.invalid');
     const route = url.pathname.replace(/\/+$/, '') || '/';
-    const known = route === '/' || route === '/debug/pprof' || route === '/debug/pprof/profile' || route === '/debug/pprof/heap';
+    const known =
+      route === '/' || route === '/debug/pprof' || route === '/debug/pprof/profile' || route === '/debug/pprof/heap';
     if (!known) return sendJsonError(res, 404, `no such profiler endpoint ${url.pathname}; see / for the list`);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
@@ -195,15 +212,20 @@ export async function startProfiler(addr: string, logger: Logger): Promise<Profi
     server.close();
     throw new Error(`profiler bound to ${bound.address}, which is not loopback; refusing to serve`);
   }
-  logger.info({ host: bound.address, port: bound.port }, 'profiler: listening on ' + `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}/debug/pprof`);
+  logger.info(
+    { host: bound.address, port: bound.port },
+    'profiler: listening on ' +
+      `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}/debug/pprof`,
+  );
 
   return {
     port: bound.port,
     host: bound.address,
-    close: () => new Promise<void>((resolve) => {
-      profiling?.finish();
-      server.close(() => resolve());
-      for (const s of sockets) s.destroy();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        profiling?.finish();
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }

@@ -13,7 +13,17 @@ import { nodeIndex, reservedFrameIndexMin } from '../../protocol/actor.js';
 import { LiveFabricDriver, type WirePayload } from '../fabric/live.js';
 import type { ClusterState, NodeStatus, KVEntry, Partition } from '../../protocol/replication.js';
 import { liveRng } from '../util/rng.js';
-import { lastEntryEpochOf, type ClientOp, type ClientReply, type ClusterConfig, type CoreEvent, type CoreStatus, type CoreTimings, type NodeId, type Version } from './core.js';
+import {
+  lastEntryEpochOf,
+  type ClientOp,
+  type ClientReply,
+  type ClusterConfig,
+  type CoreEvent,
+  type CoreStatus,
+  type CoreTimings,
+  type NodeId,
+  type Version,
+} from './core.js';
 import { NodeHandle, type ExitInfo } from './node-handle.js';
 import { FaultLog, HistoryRing, type HistoryOp } from './history.js';
 import type { FabricFaultChange } from '../fabric/fabric.js';
@@ -21,7 +31,12 @@ import { messageKindTag } from './link-stats.js';
 import { DurableStore } from './durable-store.js';
 import {
   faultIntervalsMax,
-  fabricLimitsFromEnv, historyOpsMax, membershipChangeRetriesMax, membershipChangeRetryMs, nodeCallDeadlineMs, requestSweepMs,
+  fabricLimitsFromEnv,
+  historyOpsMax,
+  membershipChangeRetriesMax,
+  membershipChangeRetryMs,
+  nodeCallDeadlineMs,
+  requestSweepMs,
   validateTimings,
 } from './limits.js';
 import { canRestart } from './cores/index.js';
@@ -165,7 +180,14 @@ export class Cluster {
       durable = new DurableStore();
       this.durableStores.set(id, durable);
     }
-    const coreOpts: ConstructorParameters<typeof NodeHandle>[1] = { id, cluster_id: this.id, peers, config: this.config, timings: this.timings, regions: this.regions };
+    const coreOpts: ConstructorParameters<typeof NodeHandle>[1] = {
+      id,
+      cluster_id: this.id,
+      peers,
+      config: this.config,
+      timings: this.timings,
+      regions: this.regions,
+    };
     if (this.options.storedBytesMax !== undefined) coreOpts.storedBytesMax = this.options.storedBytesMax;
     const handle: NodeHandle = new NodeHandle(
       id,
@@ -299,9 +321,16 @@ export class Cluster {
         return;
       }
       case 'partition':
-        this.faults.open(`partition ${change.partitionId}`, {
-          kind: 'partition', partition_id: change.partitionId, group_a: change.groupA, group_b: change.groupB,
-        }, now);
+        this.faults.open(
+          `partition ${change.partitionId}`,
+          {
+            kind: 'partition',
+            partition_id: change.partitionId,
+            group_a: change.groupA,
+            group_b: change.groupB,
+          },
+          now,
+        );
         return;
       case 'heal':
         this.faults.close(`partition ${change.partitionId}`, now);
@@ -319,9 +348,11 @@ export class Cluster {
   applyRegionLatency(): void {
     if (this.config.regions <= 1) return;
     const ids = this.fabric.nodes();
-    for (const a of ids) for (const b of ids) {
-      if (a !== b && this.regions[a] !== this.regions[b]) this.fabric.setLatency(a, b, this.config.inter_region_latency_ms);
-    }
+    for (const a of ids)
+      for (const b of ids) {
+        if (a !== b && this.regions[a] !== this.regions[b])
+          this.fabric.setLatency(a, b, this.config.inter_region_latency_ms);
+      }
   }
 
   // ---- fabric driving (live mode) ----
@@ -450,7 +481,10 @@ export class Cluster {
    */
   private newNodeId(): string {
     if (this.nextNodeNumber >= reservedFrameIndexMin) {
-      throw new ReplicationError('refused', `cluster ${this.id} has used all ${reservedFrameIndexMin - 1} node ids; create a new cluster`);
+      throw new ReplicationError(
+        'refused',
+        `cluster ${this.id} has used all ${reservedFrameIndexMin - 1} node ids; create a new cluster`,
+      );
     }
     return `n${this.nextNodeNumber++}`;
   }
@@ -520,7 +554,13 @@ export class Cluster {
     for (const id of [...this.nodes.keys()]) {
       if (voters.includes(id) || this.raftJoining.has(id)) continue;
       this.removeNode(id, { committed: true })
-        .then(() => this.hooks.event(this.id, { type: 'node_state_changed', node_id: id, data: { state: 'offline', reason: 'removed' } }))
+        .then(() =>
+          this.hooks.event(this.id, {
+            type: 'node_state_changed',
+            node_id: id,
+            data: { state: 'offline', reason: 'removed' },
+          }),
+        )
         .catch(() => {
           // Already gone (a concurrent DELETE finished it): nothing left to stop.
         });
@@ -531,14 +571,20 @@ export class Cluster {
   private onRaftChangeAnswered(r: ClientReply): void {
     if (!r.ok || r.result.kind !== 'entry') return;
     const { value, version } = r.result.entry;
-    this.onRaftConfigCommitted(value.split(',').filter((v) => v !== ''), version);
+    this.onRaftConfigCommitted(
+      value.split(',').filter((v) => v !== ''),
+      version,
+    );
   }
 
   private onMembershipChanged(e: CoreEvent): void {
     const voters = e.data?.['voters'];
     const index = e.data?.['index'];
     if (!Array.isArray(voters) || typeof index !== 'number') return;
-    this.onRaftConfigCommitted(voters.filter((v): v is NodeId => typeof v === 'string'), index);
+    this.onRaftConfigCommitted(
+      voters.filter((v): v is NodeId => typeof v === 'string'),
+      index,
+    );
   }
 
   /** The fallback for a lost membership_changed: the authoritative leader's committed config. */
@@ -576,7 +622,8 @@ export class Cluster {
       // The entry may still commit: the node stays (a member if it does; DELETE withdraws it).
       throw new ReplicationError(
         'timeout',
-        `${id} was started and its addition proposed, but it was not committed within ${this.timings.requestTimeoutMs} ms; ` +
+        `${id} was started and its addition proposed, but it was not committed within ` +
+          `${this.timings.requestTimeoutMs} ms; ` +
           `${id} joins if the entry commits (DELETE ${id} withdraws it)`,
       );
     }
@@ -620,7 +667,8 @@ export class Cluster {
   async removeNode(nodeId: NodeId, opts: { committed?: boolean } = {}): Promise<void> {
     const n = this.nodes.get(nodeId);
     if (!n) return;
-    if (this.config.strategy === 'raft' && this.nodes.size > 1 && opts.committed !== true) await this.removeRaftMember(nodeId);
+    if (this.config.strategy === 'raft' && this.nodes.size > 1 && opts.committed !== true)
+      await this.removeRaftMember(nodeId);
     if (this.nodes.get(nodeId) !== n) return; // stopped meanwhile by the committed configuration
     this.raftJoining.delete(nodeId);
     this.nodes.delete(nodeId);
@@ -655,7 +703,9 @@ export class Cluster {
    * restart); `except` skips one. A node that fails meanwhile does not fail the others.
    */
   private async controlLive(cmd: Parameters<NodeHandle['remote']['control']>[0], except?: NodeId): Promise<void> {
-    await Promise.allSettled([...this.nodes.values()].filter((n) => n.id !== except && !n.isDown).map((n) => n.remote.control(cmd)));
+    await Promise.allSettled(
+      [...this.nodes.values()].filter((n) => n.id !== except && !n.isDown).map((n) => n.remote.control(cmd)),
+    );
   }
 
   /**
@@ -664,7 +714,9 @@ export class Cluster {
    */
   async failover(): Promise<NodeId | undefined> {
     const candidates = [...this.nodes.values()].filter((n) => n.state === 'online' && !n.isDown);
-    const answered = await Promise.all(candidates.map(async (n) => ({ n, s: await withinMs(n.remote.status(), nodeCallDeadlineMs) })));
+    const answered = await Promise.all(
+      candidates.map(async (n) => ({ n, s: await withinMs(n.remote.status(), nodeCallDeadlineMs) })),
+    );
     const statuses = answered.filter((x): x is { n: NodeHandle; s: CoreStatus } => x.s !== undefined);
     if (statuses.length === 0) {
       this.leaderId = undefined;
@@ -673,12 +725,21 @@ export class Cluster {
     // Most up-to-date log first: the epoch of the last entry, then its index (Raft §5.4.1's rule).
     // By last_applied alone a restarted ex-leader with orphaned entries of an old epoch won over the
     // follower holding a newer acknowledged semi_sync write (single_leader swarm, seed 1653).
-    statuses.sort((a, b) => lastEntryEpochOf(b.s) - lastEntryEpochOf(a.s) || b.s.last_applied - a.s.last_applied || nodeIndex(a.n.id) - nodeIndex(b.n.id));
+    statuses.sort(
+      (a, b) =>
+        lastEntryEpochOf(b.s) - lastEntryEpochOf(a.s) ||
+        b.s.last_applied - a.s.last_applied ||
+        nodeIndex(a.n.id) - nodeIndex(b.n.id),
+    );
     const chosen = (statuses[0] as { n: NodeHandle }).n.id;
     this.epoch++;
     this.leaderId = chosen;
     await this.controlLive({ kind: 'set_leader', leader_id: chosen, epoch: this.epoch });
-    this.hooks.event(this.id, { type: 'leader_elected', node_id: chosen, data: { epoch: this.epoch, reason: 'failover' } });
+    this.hooks.event(this.id, {
+      type: 'leader_elected',
+      node_id: chosen,
+      data: { epoch: this.epoch, reason: 'failover' },
+    });
     return chosen;
   }
 
@@ -701,16 +762,19 @@ export class Cluster {
     let call = this.statusCalls.get(n);
     const shared = call !== undefined;
     if (call === undefined) {
-      call = n.remote.status().then(
-        (st) => {
-          if (this.nodes.get(n.id) === n) {
-            this.lastStatus.set(n.id, st);
-            this.unresponsive.delete(n.id);
-          }
-          return st;
-        },
-        () => undefined,
-      ).finally(() => this.statusCalls.delete(n));
+      call = n.remote
+        .status()
+        .then(
+          (st) => {
+            if (this.nodes.get(n.id) === n) {
+              this.lastStatus.set(n.id, st);
+              this.unresponsive.delete(n.id);
+            }
+            return st;
+          },
+          () => undefined,
+        )
+        .finally(() => this.statusCalls.delete(n));
       this.statusCalls.set(n, call);
     }
     const s = shared && this.unresponsive.has(n.id) ? undefined : await withinMs(call, nodeCallDeadlineMs);
@@ -777,14 +841,20 @@ export class Cluster {
     }
     const leaderStatus = leaderId ? st.get(leaderId) : undefined;
     const nodes: Record<string, NodeStatus> = {};
-    for (const n of this.nodes.values()) nodes[n.id] = this.toNodeStatus(n, st.get(n.id) ?? this.lastKnown(n.id), leaderStatus);
+    for (const n of this.nodes.values())
+      nodes[n.id] = this.toNodeStatus(n, st.get(n.id) ?? this.lastKnown(n.id), leaderStatus);
     if (this.config.strategy === 'raft') {
       // A node that still believes it leads but is not the authoritative leader (paused, cut off).
-      for (const [id, node] of Object.entries(nodes)) if (node.role === 'leader' && id !== leaderId) node.stale_leader = true;
+      for (const [id, node] of Object.entries(nodes))
+        if (node.role === 'leader' && id !== leaderId) node.stale_leader = true;
     }
     const partitions: Record<string, Partition> = {};
     for (const [pid, p] of this.fabric.partitions()) {
-      partitions[pid] = { id: pid, group_a: Object.fromEntries(p.groupA.map((x) => [x, true])), group_b: Object.fromEntries(p.groupB.map((x) => [x, true])) };
+      partitions[pid] = {
+        id: pid,
+        group_a: Object.fromEntries(p.groupA.map((x) => [x, true])),
+        group_b: Object.fromEntries(p.groupB.map((x) => [x, true])),
+      };
     }
     const stats = this.fabric.stats();
     const state: ClusterState = {

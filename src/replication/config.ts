@@ -36,7 +36,9 @@ export function effectiveConfig(
     if (w + r <= n)
       return {
         ok: false,
-        error: `quorum_w + quorum_r must be greater than quorum_n so that read and write quorums overlap (W=${w} + R=${r} <= N=${n})`,
+        error:
+          'quorum_w + quorum_r must be greater than quorum_n so that read and write quorums ' +
+          `overlap (W=${w} + R=${r} <= N=${n})`,
       };
   }
   const regions = body.regions ?? regionsDefault;

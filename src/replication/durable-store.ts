@@ -18,7 +18,8 @@ function newChunk(bytes: number): Uint8Array {
 
 function release(chunk: Uint8Array): void {
   // Only whole standard chunks (a subarray of one keeps its full buffer) are recycled.
-  if (chunk.buffer.byteLength === durableChunkBytes && spareChunks.length < spareChunksMax) spareChunks.push(new Uint8Array(chunk.buffer));
+  if (chunk.buffer.byteLength === durableChunkBytes && spareChunks.length < spareChunksMax)
+    spareChunks.push(new Uint8Array(chunk.buffer));
 }
 
 export class DurableStore {

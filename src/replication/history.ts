@@ -119,7 +119,16 @@ export class HistoryRing {
    * Records one operation. `payload` is the written value (writes), the value seen (reads; null =
    * not found) or null (deletes). No allocation when the strings are ASCII and fit a slot.
    */
-  push(client: string, node: string, kind: HistoryOp['kind'], key: string, payload: string | null, invokeMs: number, completeMs: number, outcome: HistoryOp['outcome']): void {
+  push(
+    client: string,
+    node: string,
+    kind: HistoryOp['kind'],
+    key: string,
+    payload: string | null,
+    invokeMs: number,
+    completeMs: number,
+    outcome: HistoryOp['outcome'],
+  ): void {
     const slot = this.total % this.capacity;
     this.total++;
     const ci = (slot / chunkSlots) | 0;
@@ -133,11 +142,11 @@ export class HistoryRing {
     const base = i * slotBytes;
     const b = chunk.bytes;
     if (
-      client.length + node.length + key.length + pl <= slotBytes
-      && putAscii(b, base, client)
-      && putAscii(b, base + client.length, node)
-      && putAscii(b, base + client.length + node.length, key)
-      && (payload === null || putAscii(b, base + client.length + node.length + key.length, payload))
+      client.length + node.length + key.length + pl <= slotBytes &&
+      putAscii(b, base, client) &&
+      putAscii(b, base + client.length, node) &&
+      putAscii(b, base + client.length + node.length, key) &&
+      (payload === null || putAscii(b, base + client.length + node.length + key.length, payload))
     ) {
       const l = 4 * i;
       chunk.lens[l] = client.length;
@@ -146,7 +155,16 @@ export class HistoryRing {
       chunk.lens[l + 3] = pl;
     } else {
       meta |= metaOverflow;
-      const op: HistoryOp = { client, node, kind, key, value: kind === 'write' ? payload : null, invokeMs, completeMs, outcome };
+      const op: HistoryOp = {
+        client,
+        node,
+        kind,
+        key,
+        value: kind === 'write' ? payload : null,
+        invokeMs,
+        completeMs,
+        outcome,
+      };
       if (kind === 'read') op.result = payload;
       this.overflow.set(slot, op);
     }
@@ -181,7 +199,16 @@ export class HistoryRing {
     const node = b.toString('latin1', off, (off += ln));
     const key = b.toString('latin1', off, (off += lk));
     const payload = meta & metaPayload ? b.toString('latin1', off, off + lp) : null;
-    const op: HistoryOp = { client, node, kind, key, value: kind === 'write' ? payload : null, invokeMs: chunk.times[2 * i] as number, completeMs: chunk.times[2 * i + 1] as number, outcome };
+    const op: HistoryOp = {
+      client,
+      node,
+      kind,
+      key,
+      value: kind === 'write' ? payload : null,
+      invokeMs: chunk.times[2 * i] as number,
+      completeMs: chunk.times[2 * i + 1] as number,
+      outcome,
+    };
     if (kind === 'read') op.result = payload;
     return op;
   }

@@ -31,7 +31,10 @@ const nsPerMs = 1_000_000;
  * bound, as a pure function so it can be tested case by case.
  */
 export function classifyRemote(
-  remoteNs: number, lastNs: number, physicalMs: number, maxOffsetMs = hlcMaxOffsetMs,
+  remoteNs: number,
+  lastNs: number,
+  physicalMs: number,
+  maxOffsetMs = hlcMaxOffsetMs,
 ): ObserveOutcome {
   if (typeof remoteNs !== 'number' || !Number.isFinite(remoteNs) || remoteNs < 0) return 'refused_invalid';
   if (remoteNs > (physicalMs + maxOffsetMs) * nsPerMs) return 'refused_ahead';

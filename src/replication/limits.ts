@@ -13,13 +13,23 @@ import {
 } from '../../protocol/timings.js';
 
 export {
-  batchEntriesMax, clientIdCharsMax, clockSkewMsMax, clusterIdCharsMax, keyCharsMax, latencyMsMax, nodeIdCharsMax,
-  partitionGroupNodesMax, valueCharsMax,
+  batchEntriesMax,
+  clientIdCharsMax,
+  clockSkewMsMax,
+  clusterIdCharsMax,
+  keyCharsMax,
+  latencyMsMax,
+  nodeIdCharsMax,
+  partitionGroupNodesMax,
+  valueCharsMax,
 } from '../../protocol/replication-limits.js';
 import { clockSkewMsMax, nodeIdCharsMax } from '../../protocol/replication-limits.js';
 import { latencyMsMax, valueCharsMax } from '../../protocol/replication-limits.js';
 import {
-  electionTimeoutMsMaxDefault, electionTimeoutMsMinDefault, heartbeatMsDefault, requestTimeoutMsDefault,
+  electionTimeoutMsMaxDefault,
+  electionTimeoutMsMinDefault,
+  heartbeatMsDefault,
+  requestTimeoutMsDefault,
 } from '../../protocol/timings.js';
 
 // ---- clusters
@@ -89,8 +99,15 @@ export const faultIntervalsMax = 1_024;
  * protocol/timings.ts so the deterministic fabric can use them too; re-exported here.
  */
 export {
-  coreTimingsDefault, electionTimeoutMsMaxDefault, electionTimeoutMsMinDefault, entriesPerMessageMaxDefault,
-  heartbeatMsDefault, requestTimeoutMsDefault, retransmitMsDefault, snapshotEveryEntriesDefault, validateTimings,
+  coreTimingsDefault,
+  electionTimeoutMsMaxDefault,
+  electionTimeoutMsMinDefault,
+  entriesPerMessageMaxDefault,
+  heartbeatMsDefault,
+  requestTimeoutMsDefault,
+  retransmitMsDefault,
+  snapshotEveryEntriesDefault,
+  validateTimings,
   type TimingsCheck,
 } from '../../protocol/timings.js';
 
@@ -148,7 +165,10 @@ export const singleLeaderAppendsInFlightMax = 1;
 export const singleLeaderLogViewEntriesMax = 1_000;
 
 invariant(singleLeaderCompactChunkEntries > 0, 'compaction drops at least one entry at a time');
-invariant(singleLeaderCompactChunkEntries <= singleLeaderRetainedLogEntriesMax, 'a compaction chunk is part of the log');
+invariant(
+  singleLeaderCompactChunkEntries <= singleLeaderRetainedLogEntriesMax,
+  'a compaction chunk is part of the log',
+);
 invariant(
   singleLeaderCompactTargetShareOfLogBudget > 0 && singleLeaderCompactTargetShareOfLogBudget < 1,
   'compaction by bytes lands below the log budget, so it does not run again on the next write',
@@ -204,7 +224,10 @@ export const leaderlessSuspectedHeartbeatIntervalMs = 1000;
 export const leaderlessHandoffIntervalMs = 200;
 /** One anti-entropy exchange with the next peer (round robin) this often, ms. */
 export const leaderlessAntiEntropyIntervalMs = 1000;
-/** Most hinted versions a stand-in holds (over every owner); past it, it refuses (no ack) and counts `hints_refused`. */
+/**
+ * Most hinted versions a stand-in holds (over every owner); past it, it refuses (no ack) and counts
+ * `hints_refused`.
+ */
 export const leaderlessHintedVersionsMax = 10_000;
 /**
  * Most requests a coordinator has in flight (a batch counts one per entry); a request that would
@@ -234,11 +257,17 @@ invariant(
   leaderlessSuspectedHeartbeatIntervalMs >= leaderlessHeartbeatIntervalMsMax,
   'a suspected peer is never sent heartbeats more often than a live one',
 );
-invariant(leaderlessProbeShareOfTimeout > 0 && leaderlessProbeShareOfTimeout < 1, 'the probe comes before the deadline');
+invariant(
+  leaderlessProbeShareOfTimeout > 0 && leaderlessProbeShareOfTimeout < 1,
+  'the probe comes before the deadline',
+);
 invariant(leaderlessProbeMsMin < requestTimeoutMsDefault, 'the default request timeout leaves room for a probe');
 invariant(leaderlessPendingRequestsMax >= leaderlessBatchEntriesMax, 'an idle coordinator admits the largest batch');
 invariant(leaderlessHintedVersionsMax > 0 && leaderlessAuditRecordsMax > 0, 'hints and the audit log keep something');
-invariant(leaderlessPlacementCacheKeysMax > 0 && leaderlessHandoffEventKeysMax > 0, 'caches and event lists keep something');
+invariant(
+  leaderlessPlacementCacheKeysMax > 0 && leaderlessHandoffEventKeysMax > 0,
+  'caches and event lists keep something',
+);
 invariant(leaderlessCorruptCopyAgeMs > 0, 'a corrupted copy is older than the one it replaces');
 
 // ---- how the constants relate (TigerBeetle's comptime asserts, run once at load)
@@ -253,8 +282,14 @@ invariant(hlcMaxOffsetMs <= clockSkewMsMax, 'a skew beyond the max offset must b
 invariant(nodeIdCharsMax >= `n${nodeCountMax}`.length, 'node ids n1..nodeCountMax fit nodeIdCharsMax');
 invariant(wsClientsMaxDefault > 0, 'the /ws client cap is positive');
 invariant(wsClientQueueBytes > 0, 'the /ws queue cap is positive');
-invariant(linkStatsIntervalMs > 0 && linkStatsKindsMax > 1 && linkStatsKindCharsMax > 0, 'link_stats bounds are positive');
-invariant(historyPageOpsDefault > 0 && historyPageOpsDefault <= historyPageOpsMax, 'the default history page fits the cap');
+invariant(
+  linkStatsIntervalMs > 0 && linkStatsKindsMax > 1 && linkStatsKindCharsMax > 0,
+  'link_stats bounds are positive',
+);
+invariant(
+  historyPageOpsDefault > 0 && historyPageOpsDefault <= historyPageOpsMax,
+  'the default history page fits the cap',
+);
 invariant(faultIntervalsMax > 0, 'the fault log keeps something');
 
 // ---- node crashes, deadlines and memory (issue 16: crash/restart and budgets)
@@ -341,11 +376,20 @@ export function maxNodesFromEnv(totalMemBytes: number, env: Record<string, strin
 }
 
 invariant(nodeCallDeadlineMs > 0 && nodeStallMsMax > nodeCallDeadlineMs, 'a stall can outlast the aggregate deadline');
-invariant(nodeMemoryMbMin <= nodeMemoryMbDefault && nodeMemoryMbDefault <= nodeMemoryMbMax, 'the default budget is in range');
-invariant(workerHeapPerBudget >= 2 * repairOverBudgetFactorMax, 'a worker heap holds a store filled by repairs up to its cap, twice');
+invariant(
+  nodeMemoryMbMin <= nodeMemoryMbDefault && nodeMemoryMbDefault <= nodeMemoryMbMax,
+  'the default budget is in range',
+);
+invariant(
+  workerHeapPerBudget >= 2 * repairOverBudgetFactorMax,
+  'a worker heap holds a store filled by repairs up to its cap, twice',
+);
 invariant(retainedLogShareOfBudget > 0 && retainedLogShareOfBudget < 1, 'the retained log is a share of the budget');
 // 24 GiB must allow 200 clusters x 5 nodes (a later issue's target).
-invariant(Math.floor((24 * 1024 ** 3 * nodesShareOfMachineMemory) / liveNodeCostBytes) >= 1_000, '1,000 live nodes fit on a 24 GiB machine by default');
+invariant(
+  Math.floor((24 * 1024 ** 3 * nodesShareOfMachineMemory) / liveNodeCostBytes) >= 1_000,
+  '1,000 live nodes fit on a 24 GiB machine by default',
+);
 
 // ---- cluster configuration defaults (../shared/specs/DECISIONS.md; config.ts fills them in)
 
@@ -386,10 +430,14 @@ export const requestSweepMs = 500;
 export const membershipChangeRetriesMax = 10;
 export const membershipChangeRetryMs = 100;
 
-/** The fabric caps of live clusters: FABRIC_LINK_QUEUE_MAX and FABRIC_INBOX_MAX when positive integers, else the defaults. */
-export function fabricLimitsFromEnv(
-  env: Record<string, string | undefined> = process.env,
-): { linkQueueMax: number; inboxMax: number } {
+/**
+ * The fabric caps of live clusters: FABRIC_LINK_QUEUE_MAX and FABRIC_INBOX_MAX when positive integers, else
+ * the defaults.
+ */
+export function fabricLimitsFromEnv(env: Record<string, string | undefined> = process.env): {
+  linkQueueMax: number;
+  inboxMax: number;
+} {
   const positiveInt = (raw: string | undefined, fallback: number): number => {
     const n = Number(raw);
     return Number.isInteger(n) && n > 0 ? n : fallback;
@@ -423,7 +471,10 @@ export const antiEntropyWaitMsMax = 30_000;
 /** While waiting, replicas are re-compared this often, ms; exchanges are restarted every this many polls. */
 export const replicaComparePollMs = 100;
 export const antiEntropyExchangeEveryPolls = 3;
-/** Safe add-node: streaming to the new replica waits at most this long, ms, then narrows anyway (overlap keeps it safe). */
+/**
+ * Safe add-node: streaming to the new replica waits at most this long, ms, then narrows anyway (overlap keeps
+ * it safe).
+ */
 export const addNodeStreamWaitMsMax = 5_000;
 /** Safe add-node: extra wait on top of the request timeout for in-flight requests to finish, ms. */
 export const addNodeDrainMarginMs = 100;
@@ -438,7 +489,10 @@ export const divergedKeysListedMax = 1000;
 export const apiClientRequestTimeoutMs = 15_000;
 /** Scenario reports kept; past it the oldest finished report goes (counted in `evicted`). */
 export const scenarioReportsMax = 512;
-/** Delay before a scenario's first step, ms, so a client that learns the cluster id from the 201 can subscribe first. */
+/**
+ * Delay before a scenario's first step, ms, so a client that learns the cluster id from the 201 can subscribe
+ * first.
+ */
 export const scenarioLeadInMs = 150;
 /** A scenario script running longer than this, ms, is stopped and reported as an error. */
 export const scenarioScriptMsMax = 60_000;

@@ -22,7 +22,14 @@ try {
 }
 const port = Number(process.env['REPLSIM_PORT'] ?? 8090);
 const sim = await startReplicationSim({ port, host: process.env['HOST'] ?? '0.0.0.0', logger });
-console.log(JSON.stringify({ service: 'replsim', port: sim.port, url: `http://localhost:${sim.port}`, ...(profiler ? { profiler_port: profiler.port } : {}) }));
+console.log(
+  JSON.stringify({
+    service: 'replsim',
+    port: sim.port,
+    url: `http://localhost:${sim.port}`,
+    ...(profiler ? { profiler_port: profiler.port } : {}),
+  }),
+);
 const stop = async () => {
   await sim.close();
   await profiler?.close();

@@ -52,21 +52,79 @@ export class DeferredCounts {
  * deferred write and read counts to their counters (each run from its own counter, so the values
  * are current when that counter is read).
  */
-export function createSimMetrics(collect: () => Promise<void>, flushWrites: () => void = () => {}, flushReads: () => void = () => {}): SimMetrics {
+export function createSimMetrics(
+  collect: () => Promise<void>,
+  flushWrites: () => void = () => {},
+  flushReads: () => void = () => {},
+): SimMetrics {
   const registry = new Registry();
   collectProcessMetrics(registry);
   const m: SimMetrics = {
     registry,
-    writes: new Counter({ name: 'sim_writes_total', help: 'cumulative writes', labelNames: ['cluster_id', 'node_id', 'strategy'], registers: [registry], collect: flushWrites }),
-    reads: new Counter({ name: 'sim_reads_total', help: 'cumulative reads', labelNames: ['cluster_id', 'node_id'], registers: [registry], collect: flushReads }),
-    lag: new Gauge({ name: 'sim_replication_lag_ms', help: 'current follower lag', labelNames: ['cluster_id', 'follower_id'], registers: [registry], collect }),
-    conflicts: new Counter({ name: 'sim_conflicts_total', help: 'cumulative detected conflicts', labelNames: ['cluster_id', 'resolver'], registers: [registry] }),
-    quorumFailures: new Counter({ name: 'sim_quorum_failures_total', help: 'write failures from unavailable quorum', labelNames: ['cluster_id'], registers: [registry] }),
-    dropped: new Counter({ name: 'sim_dropped_messages_total', help: 'back-pressure drops (full queues)', labelNames: ['cluster_id'], registers: [registry] }),
-    partitionActive: new Gauge({ name: 'sim_partition_active', help: '1 while a partition is active', labelNames: ['cluster_id'], registers: [registry] }),
-    wsDropped: new Counter({ name: 'sim_ws_events_dropped_total', help: 'events not delivered to a slow /ws client (bounded queue)', registers: [registry] }),
-    historyDropped: new Counter({ name: 'sim_history_dropped_total', help: 'client operations that fell off the per-cluster history cap (linearizability input)', labelNames: ['cluster_id'], registers: [registry] }),
-    workerExits: new Counter({ name: 'sim_worker_exits_total', help: 'node worker exits by reason (stopped on purpose, killed by the crash endpoint, out_of_memory, error, exited)', labelNames: ['reason'], registers: [registry] }),
+    writes: new Counter({
+      name: 'sim_writes_total',
+      help: 'cumulative writes',
+      labelNames: ['cluster_id', 'node_id', 'strategy'],
+      registers: [registry],
+      collect: flushWrites,
+    }),
+    reads: new Counter({
+      name: 'sim_reads_total',
+      help: 'cumulative reads',
+      labelNames: ['cluster_id', 'node_id'],
+      registers: [registry],
+      collect: flushReads,
+    }),
+    lag: new Gauge({
+      name: 'sim_replication_lag_ms',
+      help: 'current follower lag',
+      labelNames: ['cluster_id', 'follower_id'],
+      registers: [registry],
+      collect,
+    }),
+    conflicts: new Counter({
+      name: 'sim_conflicts_total',
+      help: 'cumulative detected conflicts',
+      labelNames: ['cluster_id', 'resolver'],
+      registers: [registry],
+    }),
+    quorumFailures: new Counter({
+      name: 'sim_quorum_failures_total',
+      help: 'write failures from unavailable quorum',
+      labelNames: ['cluster_id'],
+      registers: [registry],
+    }),
+    dropped: new Counter({
+      name: 'sim_dropped_messages_total',
+      help: 'back-pressure drops (full queues)',
+      labelNames: ['cluster_id'],
+      registers: [registry],
+    }),
+    partitionActive: new Gauge({
+      name: 'sim_partition_active',
+      help: '1 while a partition is active',
+      labelNames: ['cluster_id'],
+      registers: [registry],
+    }),
+    wsDropped: new Counter({
+      name: 'sim_ws_events_dropped_total',
+      help: 'events not delivered to a slow /ws client (bounded queue)',
+      registers: [registry],
+    }),
+    historyDropped: new Counter({
+      name: 'sim_history_dropped_total',
+      help: 'client operations that fell off the per-cluster history cap (linearizability input)',
+      labelNames: ['cluster_id'],
+      registers: [registry],
+    }),
+    workerExits: new Counter({
+      name: 'sim_worker_exits_total',
+      help:
+        'node worker exits by reason (stopped on purpose, killed by the crash endpoint, ' +
+        'out_of_memory, error, exited)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
   };
   return m;
 }

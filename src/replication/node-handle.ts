@@ -10,7 +10,13 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { decode, encodeTransferable, leadingDurableFrame, type ActorOut, type FromActor } from '../../protocol/actor.js';
+import {
+  decode,
+  encodeTransferable,
+  leadingDurableFrame,
+  type ActorOut,
+  type FromActor,
+} from '../../protocol/actor.js';
 import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
 import type { ClientOp, ClientReply, ControlResult, CoreEvent, CoreOptions } from './core.js';
 import { DurableStore } from './durable-store.js';
@@ -41,7 +47,10 @@ export type ActorRemote = {
 
 /** A control call to a node whose worker has exited. */
 export class NodeDownError extends Error {
-  constructor(readonly nodeId: string, readonly reason: ExitReason) {
+  constructor(
+    readonly nodeId: string,
+    readonly reason: ExitReason,
+  ) {
     super(`node ${nodeId} is down (${reason})`);
   }
 }
@@ -205,7 +214,9 @@ export class NodeHandle {
     this.worker.on('exit', (code) => {
       this.exited = true;
       const errCode = (this.lastError as { code?: unknown } | undefined)?.code;
-      const reason: ExitReason = this.exitRequested ?? (errCode === 'ERR_WORKER_OUT_OF_MEMORY' ? 'out_of_memory' : this.lastError ? 'error' : 'exited');
+      const reason: ExitReason =
+        this.exitRequested ??
+        (errCode === 'ERR_WORKER_OUT_OF_MEMORY' ? 'out_of_memory' : this.lastError ? 'error' : 'exited');
       this.exit = { reason, code };
       if (this.lastError !== undefined) this.exit.error = this.lastError.message;
       this.state = reason === 'stopped' ? 'offline' : 'crashed';
@@ -283,7 +294,10 @@ export class NodeHandle {
   async controlAwait(cmd: { kind: 'add_server' | 'remove_server'; node_id: string }): Promise<ClientReply> {
     const id = this.nextId++;
     const done = new Promise<ClientReply>((resolve) => {
-      this.pending.set(id, { done: resolve, deadline: Date.now() + this.requestTimeoutMs + frontRequestTimeoutMsExtra });
+      this.pending.set(id, {
+        done: resolve,
+        deadline: Date.now() + this.requestTimeoutMs + frontRequestTimeoutMsExtra,
+      });
     });
     const r = await this.remote.control({ ...cmd, reqId: id });
     if (!r.ok) {
@@ -359,21 +373,33 @@ export class NodeHandle {
     for (const [id, p] of this.pending) {
       if (now > p.deadline) {
         this.pending.delete(id);
-        p.done({ id, ok: false, code: 'timeout', indeterminate: true, error: `node ${this.id} did not answer within ${this.requestTimeoutMs + frontRequestTimeoutMsExtra} ms (paused or overloaded); the outcome is indeterminate` });
+        p.done({
+          id,
+          ok: false,
+          code: 'timeout',
+          indeterminate: true,
+          error:
+            `node ${this.id} did not answer within ` +
+            `${this.requestTimeoutMs + frontRequestTimeoutMsExtra} ms (paused or ` +
+            'overloaded); the outcome is indeterminate',
+        });
       }
     }
   }
 
   private downMessage(): string {
     const reason = this.exit?.reason ?? 'exited';
-    return reason === 'stopped' ? `node ${this.id} is offline` : `node ${this.id} has crashed (${reason}); restart it with POST .../nodes/${this.id}/restart`;
+    return reason === 'stopped'
+      ? `node ${this.id} is offline`
+      : `node ${this.id} has crashed (${reason}); restart it with POST .../nodes/${this.id}/restart`;
   }
 
   /** The worker exited: what was pending fails at once, its outcome unknown (it may have been applied). */
   private failAll(reason: ExitReason): void {
-    const error = reason === 'stopped'
-      ? `node ${this.id} stopped before answering; the outcome is indeterminate`
-      : `node ${this.id} crashed (${reason}) before answering; the outcome is indeterminate`;
+    const error =
+      reason === 'stopped'
+        ? `node ${this.id} stopped before answering; the outcome is indeterminate`
+        : `node ${this.id} crashed (${reason}) before answering; the outcome is indeterminate`;
     for (const [id, p] of this.pending) p.done({ id, ok: false, code: 'node_crashed', error, indeterminate: true });
     this.pending.clear();
   }

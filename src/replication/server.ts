@@ -5,15 +5,41 @@
  */
 import os from 'node:os';
 import type { Logger } from '../util/logger.js';
-import { HttpApp, HttpError, WsHub, healthRoutes, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
 import {
-  BatchWriteRequest, ClockSkewRequest, ClusterConfigBody, ClusterConfigPatch, DropRequest, LatencyRequest,
-  PartitionRequest, ResolveConflictRequest, StallRequest, WriteRequest, type ClusterState, type KVEntry, type SimEvent,
+  HttpApp,
+  HttpError,
+  WsHub,
+  healthRoutes,
+  type HttpRequest,
+  type HttpResult,
+  type WsClient,
+} from '../http/index.js';
+import {
+  BatchWriteRequest,
+  ClockSkewRequest,
+  ClusterConfigBody,
+  ClusterConfigPatch,
+  DropRequest,
+  LatencyRequest,
+  PartitionRequest,
+  ResolveConflictRequest,
+  StallRequest,
+  WriteRequest,
+  type ClusterState,
+  type KVEntry,
+  type SimEvent,
 } from '../../protocol/replication.js';
 import type { EventsDroppedFrame } from '../../protocol/replication.js';
 import {
-  clientIdCharsMax, clusterIdCharsMax, clustersMaxDefault, keyCharsMax, nodeCountMax, nodeIdCharsMax, validateTimings,
-  wsClientQueueBytes, wsClientsMaxFromEnv,
+  clientIdCharsMax,
+  clusterIdCharsMax,
+  clustersMaxDefault,
+  keyCharsMax,
+  nodeCountMax,
+  nodeIdCharsMax,
+  validateTimings,
+  wsClientQueueBytes,
+  wsClientsMaxFromEnv,
 } from './limits.js';
 import { Cluster, preciseNowMs, toKVEntry, withinMs } from './cluster.js';
 import { LinkStatsSampler, linkTotals, type LinkStatsData, type OpCounts } from './link-stats.js';
@@ -23,7 +49,15 @@ import { actorPool, NodeDownError, type NodeHandle } from './node-handle.js';
 import { maxNodesFromEnv, nodeCallDeadlineMs, nodeMemoryMbFromEnv, nodeStallMsMax, workerHeapMb } from './limits.js';
 import { placementReplicasDefault } from './limits.js';
 import { effectiveConfig } from './config.js';
-import { defaultTimings, type ClientOp, type ClientReply, type CoreEvent, type CoreTimings, type NodeId, type Version } from './core.js';
+import {
+  defaultTimings,
+  type ClientOp,
+  type ClientReply,
+  type CoreEvent,
+  type CoreTimings,
+  type NodeId,
+  type Version,
+} from './core.js';
 import { isImplemented } from './cores/index.js';
 import { ReplicationError, statusOf, type OpKind } from './errors.js';
 import { createSimMetrics, DeferredCounts, type SimMetrics } from './metrics.js';
@@ -124,13 +158,15 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const readCounts = new DeferredCounts();
   const metrics: SimMetrics = createSimMetrics(
     collect,
-    () => writeCounts.drain((cid, nid, n) => {
-      const c = clusters.get(cid);
-      if (c) metrics.writes.inc({ cluster_id: cid, node_id: nid, strategy: c.config.strategy }, n);
-    }),
-    () => readCounts.drain((cid, nid, n) => {
-      if (clusters.has(cid)) metrics.reads.inc({ cluster_id: cid, node_id: nid }, n);
-    }),
+    () =>
+      writeCounts.drain((cid, nid, n) => {
+        const c = clusters.get(cid);
+        if (c) metrics.writes.inc({ cluster_id: cid, node_id: nid, strategy: c.config.strategy }, n);
+      }),
+    () =>
+      readCounts.drain((cid, nid, n) => {
+        if (clusters.has(cid)) metrics.reads.inc({ cluster_id: cid, node_id: nid }, n);
+      }),
   );
 
   // ---- /ws link_stats (link-stats.ts): per watched cluster, every linkStatsIntervalMs, one frame
@@ -197,7 +233,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
 
   const publish = (clusterId: string, e: CoreEvent): void => {
     if (e.type === 'conflict_detected') {
-      const resolver = typeof e.data?.['resolver'] === 'string' ? (e.data['resolver'] as string) : clusters.get(clusterId)?.config.conflict_resolver ?? 'lww';
+      const resolver =
+        typeof e.data?.['resolver'] === 'string'
+          ? (e.data['resolver'] as string)
+          : (clusters.get(clusterId)?.config.conflict_resolver ?? 'lww');
       metrics.conflicts.inc({ cluster_id: clusterId, resolver });
     }
     if (hub.size === 0) return;
@@ -277,14 +316,21 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const checkNodeRoom = (more: number): void => {
     const live = liveNodes();
     if (live + more > maxNodes) {
-      throw new HttpError(409, `too many live nodes: ${live} running, ${more} more would pass REPLSIM_MAX_NODES (${maxNodes}); delete clusters or nodes first`);
+      throw new HttpError(
+        409,
+        `too many live nodes: ${live} running, ${more} more would pass REPLSIM_MAX_NODES (${maxNodes}); delete ` +
+          'clusters or nodes first',
+      );
     }
   };
   /** A node's worker exited: logged, counted by reason, and (unless stopped on purpose) published. */
   const onNodeExit = (cid: string, nid: string, exit: { reason: string; code: number; error?: string }): void => {
     metrics.workerExits.inc({ reason: exit.reason });
     if (exit.reason === 'stopped') return;
-    log.error({ cluster: cid, node: nid, reason: exit.reason, code: exit.code, error: exit.error }, 'node worker exited');
+    log.error(
+      { cluster: cid, node: nid, reason: exit.reason, code: exit.code, error: exit.error },
+      'node worker exited',
+    );
     const data: Record<string, unknown> = { reason: exit.reason, exit_code: exit.code };
     if (exit.error !== undefined) data['error'] = exit.error;
     publish(cid, { type: 'node_crashed', node_id: nid, data });
@@ -294,14 +340,22 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
    * 409 after the deadline (both name what to do).
    */
   const callNode = async <T>(n: NodeHandle, call: (h: NodeHandle) => Promise<T>): Promise<T> => {
-    if (n.isDown) throw new HttpError(409, `node ${n.id} has crashed (${n.exit?.reason ?? 'exited'}); restart it with POST .../nodes/${n.id}/restart`);
+    if (n.isDown)
+      throw new HttpError(
+        409,
+        `node ${n.id} has crashed (${n.exit?.reason ?? 'exited'}); restart it with POST .../nodes/${n.id}/restart`,
+      );
     let err: unknown;
-    const r = await withinMs(call(n).catch((e: unknown) => {
-      err = e;
-      throw e;
-    }), nodeCallDeadlineMs);
+    const r = await withinMs(
+      call(n).catch((e: unknown) => {
+        err = e;
+        throw e;
+      }),
+      nodeCallDeadlineMs,
+    );
     if (r !== undefined) return r;
-    if (err instanceof NodeDownError || n.isDown) throw new HttpError(409, `node ${n.id} crashed before answering; restart it with POST .../nodes/${n.id}/restart`);
+    if (err instanceof NodeDownError || n.isDown)
+      throw new HttpError(409, `node ${n.id} crashed before answering; restart it with POST .../nodes/${n.id}/restart`);
     if (err !== undefined) throw err;
     throw new HttpError(409, `node ${n.id} did not answer within ${nodeCallDeadlineMs} ms (stalled or overloaded)`);
   };
@@ -314,8 +368,10 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const provision = async (body: ClusterConfigBody): Promise<{ cluster: Cluster; state: ClusterState }> => {
     const eff = effectiveConfig(body);
     if (!eff.ok) throw new HttpError(400, eff.error);
-    if (!isImplemented(eff.config.strategy)) throw new HttpError(400, `strategy ${eff.config.strategy} is not implemented yet`);
-    if (clusters.size >= (opts.clustersMax ?? clustersMaxDefault)) throw new HttpError(409, `too many clusters (${clusters.size}); delete some first`);
+    if (!isImplemented(eff.config.strategy))
+      throw new HttpError(400, `strategy ${eff.config.strategy} is not implemented yet`);
+    if (clusters.size >= (opts.clustersMax ?? clustersMaxDefault))
+      throw new HttpError(409, `too many clusters (${clusters.size}); delete some first`);
     checkNodeRoom(eff.config.node_count);
     const c = new Cluster(eff.config, timings, { event: publish, nodeExit: onNodeExit }, { storedBytesMax });
     clusters.set(c.id, c);
@@ -329,18 +385,32 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     }
     refreshLinkWatch();
     publish(c.id, { type: 'cluster_created', data: { strategy: c.config.strategy, node_ids: [...c.nodes.keys()] } });
-    if (c.leaderId) publish(c.id, { type: 'leader_elected', node_id: c.leaderId, data: { epoch: 0, reason: 'initial' } });
+    if (c.leaderId)
+      publish(c.id, { type: 'leader_elected', node_id: c.leaderId, data: { epoch: 0, reason: 'initial' } });
     return { cluster: c, state: await c.state() };
   };
 
-  const deleteCluster = (id: string): Promise<boolean> => inSpan('delete_cluster', () => deleteClusterInner(id), { cluster_id: id });
+  const deleteCluster = (id: string): Promise<boolean> =>
+    inSpan('delete_cluster', () => deleteClusterInner(id), { cluster_id: id });
   const deleteClusterInner = async (id: string): Promise<boolean> => {
     const c = clusters.get(id);
     if (!c) return false;
     clusters.delete(id);
     await c.close();
     // Drop every series of the deleted cluster (prom-client removes by the full label set).
-    for (const m of [metrics.writes, metrics.reads, metrics.lag, metrics.conflicts, metrics.quorumFailures, metrics.dropped, metrics.partitionActive, metrics.historyDropped] as unknown as Array<{ get(): Promise<{ values: Array<{ labels: Record<string, string | number> }> }>; remove(l: Record<string, string | number>): void }>) {
+    for (const m of [
+      metrics.writes,
+      metrics.reads,
+      metrics.lag,
+      metrics.conflicts,
+      metrics.quorumFailures,
+      metrics.dropped,
+      metrics.partitionActive,
+      metrics.historyDropped,
+    ] as unknown as Array<{
+      get(): Promise<{ values: Array<{ labels: Record<string, string | number> }> }>;
+      remove(l: Record<string, string | number>): void;
+    }>) {
       for (const v of (await m.get()).values) if (v.labels['cluster_id'] === id) m.remove(v.labels);
     }
     writeCounts.forget(id);
@@ -362,15 +432,27 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   const submitWrite = (c: Cluster, op: ClientOp, target: string | undefined, done: (o: WriteOutcome) => void): void => {
     if (tracing.on) {
       // The span stays open until the outcome is known; the actor request is queued inside it.
-      void inSpan('write', () => new Promise<void>((spanDone) => submitWriteInner(c, op, target, (o) => {
-        spanDone();
-        done(o);
-      })), { cluster_id: c.id, op: op.op });
+      void inSpan(
+        'write',
+        () =>
+          new Promise<void>((spanDone) =>
+            submitWriteInner(c, op, target, (o) => {
+              spanDone();
+              done(o);
+            }),
+          ),
+        { cluster_id: c.id, op: op.op },
+      );
       return;
     }
     submitWriteInner(c, op, target, done);
   };
-  const submitWriteInner = (c: Cluster, op: ClientOp, target: string | undefined, done: (o: WriteOutcome) => void): void => {
+  const submitWriteInner = (
+    c: Cluster,
+    op: ClientOp,
+    target: string | undefined,
+    done: (o: WriteOutcome) => void,
+  ): void => {
     const nodeId = target ?? c.defaultTarget();
     if (!nodeId || !c.nodes.has(nodeId)) {
       done({ ok: false, status: statusOf('not_found', op.op), error: `node ${nodeId} not found in cluster ${c.id}` });
@@ -394,7 +476,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   };
 
   // ---- simulation ----
-  app.post('/api/v1/simulation/start', (req) => createCluster(req.body as ClusterConfigBody), { body: ClusterConfigBody });
+  app.post('/api/v1/simulation/start', (req) => createCluster(req.body as ClusterConfigBody), {
+    body: ClusterConfigBody,
+  });
   app.post('/api/v1/simulation/reset', async () => {
     await Promise.all([...clusters.keys()].map((id) => deleteCluster(id)));
     return { status: 200, body: { status: 'reset' } };
@@ -426,36 +510,58 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
 
   // ---- clusters ----
   app.post('/api/v1/clusters', (req) => createCluster(req.body as ClusterConfigBody), { body: ClusterConfigBody });
-  app.get('/api/v1/clusters', async () => ({ status: 200, body: await Promise.all([...clusters.values()].map((c) => c.state())) }));
+  app.get('/api/v1/clusters', async () => ({
+    status: 200,
+    body: await Promise.all([...clusters.values()].map((c) => c.state())),
+  }));
   app.delete('/api/v1/clusters/:id', async (req) => {
-    if (!(await deleteCluster(req.params['id'] ?? ''))) throw new HttpError(404, `cluster ${req.params['id']} not found`);
+    if (!(await deleteCluster(req.params['id'] ?? '')))
+      throw new HttpError(404, `cluster ${req.params['id']} not found`);
     return { status: 204 };
   });
   app.get('/api/v1/clusters/:id/state', async (req) => ({ status: 200, body: await getCluster(req).state() }));
-  app.patch('/api/v1/clusters/:id/config', async (req) => {
-    const c = getCluster(req);
-    const body = req.body as ClusterConfigPatch;
-    if (body.replication_mode !== undefined && c.config.strategy === 'single_leader') {
-      c.config.replication_mode = body.replication_mode;
-      // Crashed nodes take the new mode from the config when they restart.
-      await Promise.allSettled([...c.nodes.values()].filter((n) => !n.isDown).map((n) => n.remote.control({ kind: 'replication_mode', mode: body.replication_mode as 'async' })));
-    }
-    return { status: 200, body: await c.state() };
-  }, { body: ClusterConfigPatch });
+  app.patch(
+    '/api/v1/clusters/:id/config',
+    async (req) => {
+      const c = getCluster(req);
+      const body = req.body as ClusterConfigPatch;
+      if (body.replication_mode !== undefined && c.config.strategy === 'single_leader') {
+        c.config.replication_mode = body.replication_mode;
+        // Crashed nodes take the new mode from the config when they restart.
+        await Promise.allSettled(
+          [...c.nodes.values()]
+            .filter((n) => !n.isDown)
+            .map((n) => n.remote.control({ kind: 'replication_mode', mode: body.replication_mode as 'async' })),
+        );
+      }
+      return { status: 200, body: await c.state() };
+    },
+    { body: ClusterConfigPatch },
+  );
 
   // ---- data ----
-  app.post('/api/v1/clusters/:id/write', (req) => {
-    const c = getCluster(req);
-    const b = req.body as WriteRequest;
-    wellFormed('key', b.key);
-    wellFormed('value', b.value);
-    wellFormed('client_id', b.client_id);
-    const op: ClientOp = { op: 'write', key: b.key, value: b.value ?? '' };
-    if (b.client_id !== undefined) op.client_id = b.client_id;
-    return new Promise<HttpResult>((resolve) => submitWrite(c, op, b.target_node_id, (r) => {
-      resolve(r.ok ? { status: 200, body: { entry: r.entry, node_id: r.node_id } } : { status: r.status, body: { error: r.error } });
-    }));
-  }, { body: WriteRequest });
+  app.post(
+    '/api/v1/clusters/:id/write',
+    (req) => {
+      const c = getCluster(req);
+      const b = req.body as WriteRequest;
+      wellFormed('key', b.key);
+      wellFormed('value', b.value);
+      wellFormed('client_id', b.client_id);
+      const op: ClientOp = { op: 'write', key: b.key, value: b.value ?? '' };
+      if (b.client_id !== undefined) op.client_id = b.client_id;
+      return new Promise<HttpResult>((resolve) =>
+        submitWrite(c, op, b.target_node_id, (r) => {
+          resolve(
+            r.ok
+              ? { status: 200, body: { entry: r.entry, node_id: r.node_id } }
+              : { status: r.status, body: { error: r.error } },
+          );
+        }),
+      );
+    },
+    { body: WriteRequest },
+  );
 
   app.get('/api/v1/clusters/:id/read', async (req) => {
     const c = getCluster(req);
@@ -470,7 +576,9 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
     if (clientId) op.client_id = clientId;
     if (opEventClients > 0) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
-    const r = tracing.on ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id }) : await c.clientOp(nodeId as string, op);
+    const r = tracing.on
+      ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id })
+      : await c.clientOp(nodeId as string, op);
     if (!r.ok) return replyError(r, 'read');
     readCounts.add(c.id, nodeId as string);
     if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
@@ -494,41 +602,56 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     return { status: 200, body: { status: 'deleted', key } };
   });
 
-  app.post('/api/v1/clusters/:id/write-batch', async (req) => {
-    const c = getCluster(req);
-    const b = req.body as BatchWriteRequest;
-    wellFormed('client_id', b.client_id);
-    b.entries.forEach((e, i) => {
-      wellFormed(`entries[${i}].key`, e.key);
-      wellFormed(`entries[${i}].value`, e.value);
-      wellFormed(`entries[${i}].client_id`, e.client_id);
-    });
-    if (b.atomic) {
-      if (c.config.strategy !== 'single_leader') throw new HttpError(400, `atomic batches are supported on single_leader clusters only (this cluster is ${c.config.strategy})`);
-      const leader = c.defaultTarget();
-      for (const e of b.entries) {
-        if (e.target_node_id !== undefined && e.target_node_id !== leader) {
-          if (!c.nodes.has(e.target_node_id)) throw new HttpError(404, `node ${e.target_node_id} not found in cluster ${c.id}`);
-          throw new HttpError(409, `an atomic batch is applied by the leader (${leader}); entry for key ${JSON.stringify(e.key)} targets ${e.target_node_id}`);
+  app.post(
+    '/api/v1/clusters/:id/write-batch',
+    async (req) => {
+      const c = getCluster(req);
+      const b = req.body as BatchWriteRequest;
+      wellFormed('client_id', b.client_id);
+      b.entries.forEach((e, i) => {
+        wellFormed(`entries[${i}].key`, e.key);
+        wellFormed(`entries[${i}].value`, e.value);
+        wellFormed(`entries[${i}].client_id`, e.client_id);
+      });
+      if (b.atomic) {
+        if (c.config.strategy !== 'single_leader')
+          throw new HttpError(
+            400,
+            `atomic batches are supported on single_leader clusters only (this cluster is ${c.config.strategy})`,
+          );
+        const leader = c.defaultTarget();
+        for (const e of b.entries) {
+          if (e.target_node_id !== undefined && e.target_node_id !== leader) {
+            if (!c.nodes.has(e.target_node_id))
+              throw new HttpError(404, `node ${e.target_node_id} not found in cluster ${c.id}`);
+            throw new HttpError(
+              409,
+              `an atomic batch is applied by the leader (${leader}); entry for key ${JSON.stringify(e.key)} targets ` +
+                `${e.target_node_id}`,
+            );
+          }
         }
+        const op: ClientOp = { op: 'batch', entries: b.entries.map((e) => ({ key: e.key, value: e.value ?? '' })) };
+        if (b.client_id !== undefined) op.client_id = b.client_id;
+        const r = await c.clientOp(leader as string, op);
+        if (!r.ok) return replyError(r, 'batch');
+        if (r.result.kind !== 'batch') throw new HttpError(500, 'unexpected batch result');
+        countWrite(c, leader as string);
+        return { status: 200, body: { atomic: true, entries: r.result.entries.map((v: Version) => toKVEntry(v)) } };
       }
-      const op: ClientOp = { op: 'batch', entries: b.entries.map((e) => ({ key: e.key, value: e.value ?? '' })) };
-      if (b.client_id !== undefined) op.client_id = b.client_id;
-      const r = await c.clientOp(leader as string, op);
-      if (!r.ok) return replyError(r, 'batch');
-      if (r.result.kind !== 'batch') throw new HttpError(500, 'unexpected batch result');
-      countWrite(c, leader as string);
-      return { status: 200, body: { atomic: true, entries: r.result.entries.map((v: Version) => toKVEntry(v)) } };
-    }
-    const results = await Promise.all(b.entries.map(async (e) => {
-      const op: ClientOp = { op: 'write', key: e.key, value: e.value ?? '' };
-      const cid = e.client_id ?? b.client_id;
-      if (cid !== undefined) op.client_id = cid;
-      const r = await doWrite(c, op, e.target_node_id);
-      return r.ok ? { entry: r.entry, node_id: r.node_id } : { key: e.key, error: r.error };
-    }));
-    return { status: 200, body: { results } };
-  }, { body: BatchWriteRequest });
+      const results = await Promise.all(
+        b.entries.map(async (e) => {
+          const op: ClientOp = { op: 'write', key: e.key, value: e.value ?? '' };
+          const cid = e.client_id ?? b.client_id;
+          if (cid !== undefined) op.client_id = cid;
+          const r = await doWrite(c, op, e.target_node_id);
+          return r.ok ? { entry: r.entry, node_id: r.node_id } : { key: e.key, error: r.error };
+        }),
+      );
+      return { status: 200, body: { results } };
+    },
+    { body: BatchWriteRequest },
+  );
 
   // ---- strategy-specific views ----
   const firstOnline = (c: Cluster): string => {
@@ -540,37 +663,58 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     const key = boundedQuery(req, 'key', keyCharsMax) ?? '';
     const nRaw = req.query.get('n');
     const n = nRaw === null ? placementReplicasDefault : Number(nRaw);
-    if (!Number.isInteger(n) || n < 1) throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
     if (n > c.nodes.size) throw new HttpError(400, `n must be at most the number of nodes (${c.nodes.size})`);
     return { status: 200, body: { key, preference_list: preferenceList(key, n, [...c.nodes.keys()]) } };
   });
   app.get('/api/v1/clusters/:id/suspicion', async (req) => {
     const c = getCluster(req);
-    if (c.config.strategy !== 'leaderless') throw new HttpError(400, `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`);
-    const r = await callNode(c.nodes.get(firstOnline(c)) as NodeHandle, (h) => h.remote.control({ kind: 'custom', name: 'suspicion' }));
+    if (c.config.strategy !== 'leaderless')
+      throw new HttpError(
+        400,
+        `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`,
+      );
+    const r = await callNode(c.nodes.get(firstOnline(c)) as NodeHandle, (h) =>
+      h.remote.control({ kind: 'custom', name: 'suspicion' }),
+    );
     if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
     return { status: 200, body: r.data };
   });
   app.get('/api/v1/clusters/:id/conflicts', async (req) => {
     const c = getCluster(req);
     if (c.config.strategy !== 'multi_leader') return { status: 200, body: { conflicts: [] } };
-    const all = await Promise.all([...c.nodes.values()].map(async (n) => {
-      const r = n.isDown ? undefined : await withinMs(n.remote.control({ kind: 'custom', name: 'conflicts' }), nodeCallDeadlineMs);
-      return r?.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
-    }));
+    const all = await Promise.all(
+      [...c.nodes.values()].map(async (n) => {
+        const r = n.isDown
+          ? undefined
+          : await withinMs(n.remote.control({ kind: 'custom', name: 'conflicts' }), nodeCallDeadlineMs);
+        return r?.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
+      }),
+    );
     return { status: 200, body: { conflicts: all.flat() } };
   });
-  app.post('/api/v1/clusters/:id/conflicts/resolve', async (req) => {
-    const c = getCluster(req);
-    const b = req.body as ResolveConflictRequest;
-    wellFormed('key', b.key);
-    if (c.config.strategy !== 'multi_leader') throw new HttpError(400, `manual conflict resolution applies to multi_leader clusters; this cluster is ${c.config.strategy}`);
-    const node = getNode(c, b.node_id);
-    const r = await callNode(c.nodes.get(node) as NodeHandle, (h) => h.remote.control({ kind: 'custom', name: 'resolve', args: { key: b.key, choice: b.choice } }));
-    if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
-    c.kick();
-    return { status: 200, body: r.data ?? { status: 'resolved', key: b.key, choice: b.choice } };
-  }, { body: ResolveConflictRequest });
+  app.post(
+    '/api/v1/clusters/:id/conflicts/resolve',
+    async (req) => {
+      const c = getCluster(req);
+      const b = req.body as ResolveConflictRequest;
+      wellFormed('key', b.key);
+      if (c.config.strategy !== 'multi_leader')
+        throw new HttpError(
+          400,
+          `manual conflict resolution applies to multi_leader clusters; this cluster is ${c.config.strategy}`,
+        );
+      const node = getNode(c, b.node_id);
+      const r = await callNode(c.nodes.get(node) as NodeHandle, (h) =>
+        h.remote.control({ kind: 'custom', name: 'resolve', args: { key: b.key, choice: b.choice } }),
+      );
+      if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
+      c.kick();
+      return { status: 200, body: r.data ?? { status: 'resolved', key: b.key, choice: b.choice } };
+    },
+    { body: ResolveConflictRequest },
+  );
 
   // ---- nodes ----
   /** A refused node control (cluster.ts ReplicationError) becomes its table status; anything else is a bug. */
@@ -606,16 +750,20 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online' } });
     return { status: 200, body: { status: 'resumed', node: nodeId } };
   });
-  app.post('/api/v1/clusters/:id/nodes/:nodeId/clock-skew', async (req) => {
-    const c = getCluster(req);
-    const nodeId = getNode(c, req.params['nodeId']);
-    const ms = (req.body as ClockSkewRequest).ms;
-    await callNode(c.nodes.get(nodeId) as NodeHandle, (h) => h.remote.control({ kind: 'clock_skew', ms }));
-    if (ms === 0) c.faults.close(`clock_skew ${nodeId}`, preciseNowMs());
-    else c.faults.open(`clock_skew ${nodeId}`, { kind: 'clock_skew', node: nodeId, value: ms }, preciseNowMs());
-    publish(c.id, { type: 'clock_skew_set', node_id: nodeId, data: { skew_ms: ms } });
-    return { status: 200, body: { status: 'skewed', node: nodeId, skew_ms: ms } };
-  }, { body: ClockSkewRequest });
+  app.post(
+    '/api/v1/clusters/:id/nodes/:nodeId/clock-skew',
+    async (req) => {
+      const c = getCluster(req);
+      const nodeId = getNode(c, req.params['nodeId']);
+      const ms = (req.body as ClockSkewRequest).ms;
+      await callNode(c.nodes.get(nodeId) as NodeHandle, (h) => h.remote.control({ kind: 'clock_skew', ms }));
+      if (ms === 0) c.faults.close(`clock_skew ${nodeId}`, preciseNowMs());
+      else c.faults.open(`clock_skew ${nodeId}`, { kind: 'clock_skew', node: nodeId, value: ms }, preciseNowMs());
+      publish(c.id, { type: 'clock_skew_set', node_id: nodeId, data: { skew_ms: ms } });
+      return { status: 200, body: { status: 'skewed', node: nodeId, skew_ms: ms } };
+    },
+    { body: ClockSkewRequest },
+  );
   app.get('/api/v1/clusters/:id/nodes/:nodeId/log', async (req) => {
     const c = getCluster(req);
     const nodeId = getNode(c, req.params['nodeId']);
@@ -646,39 +794,52 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     publish(c.id, { type: 'node_state_changed', node_id: nodeId, data: { state: 'online', reason: 'restarted' } });
     return { status: 200, body: await c.nodeStatus(nodeId) };
   });
-  app.post('/api/v1/clusters/:id/nodes/:nodeId/stall', (req) => {
-    const c = getCluster(req);
-    const nodeId = getNode(c, req.params['nodeId']);
-    const ms = (req.body as StallRequest).ms;
-    if (ms > nodeStallMsMax) throw new HttpError(400, `ms: must be at most ${nodeStallMsMax} (nodeStallMsMax)`);
-    const n = c.nodes.get(nodeId) as NodeHandle;
-    if (n.isDown) throw new HttpError(409, `node ${nodeId} has crashed; restart it first`);
-    // Not awaited: the node answers nothing until the stall ends.
-    const stallKey = `stall ${nodeId}`;
-    c.faults.open(stallKey, { kind: 'stall', node: nodeId, value: ms }, preciseNowMs());
-    n.remote.stall(ms).catch(() => {
-      // crashed meanwhile
-    }).finally(() => c.faults.close(stallKey, preciseNowMs()));
-    return { status: 202, body: { status: 'stalled', node: nodeId, ms } };
-  }, { body: StallRequest });
+  app.post(
+    '/api/v1/clusters/:id/nodes/:nodeId/stall',
+    (req) => {
+      const c = getCluster(req);
+      const nodeId = getNode(c, req.params['nodeId']);
+      const ms = (req.body as StallRequest).ms;
+      if (ms > nodeStallMsMax) throw new HttpError(400, `ms: must be at most ${nodeStallMsMax} (nodeStallMsMax)`);
+      const n = c.nodes.get(nodeId) as NodeHandle;
+      if (n.isDown) throw new HttpError(409, `node ${nodeId} has crashed; restart it first`);
+      // Not awaited: the node answers nothing until the stall ends.
+      const stallKey = `stall ${nodeId}`;
+      c.faults.open(stallKey, { kind: 'stall', node: nodeId, value: ms }, preciseNowMs());
+      n.remote
+        .stall(ms)
+        .catch(() => {
+          // crashed meanwhile
+        })
+        .finally(() => c.faults.close(stallKey, preciseNowMs()));
+      return { status: 202, body: { status: 'stalled', node: nodeId, ms } };
+    },
+    { body: StallRequest },
+  );
 
   // ---- network faults ----
   const checkNodes = (c: Cluster, ids: string[]): void => {
     for (const id of ids) if (!c.nodes.has(id)) throw new HttpError(400, `node ${id} is not in cluster ${c.id}`);
   };
-  app.post('/api/v1/clusters/:id/network/partition', (req) => {
-    const c = getCluster(req);
-    const b = req.body as PartitionRequest;
-    checkNodes(c, [...b.group_a, ...b.group_b]);
-    const a = new Set(b.group_a);
-    const overlap = b.group_b.filter((x) => a.has(x));
-    if (overlap.length > 0) throw new HttpError(400, `group_a and group_b must be disjoint (both contain ${overlap.join(', ')})`);
-    if (new Set(b.group_a).size !== b.group_a.length || new Set(b.group_b).size !== b.group_b.length) throw new HttpError(400, 'a group lists the same node twice');
-    const pid = c.fabric.partition(b.group_a, b.group_b);
-    metrics.partitionActive.set({ cluster_id: c.id }, 1);
-    publish(c.id, { type: 'partition_created', data: { partition_id: pid, group_a: b.group_a, group_b: b.group_b } });
-    return { status: 201, body: { partition_id: pid } };
-  }, { body: PartitionRequest });
+  app.post(
+    '/api/v1/clusters/:id/network/partition',
+    (req) => {
+      const c = getCluster(req);
+      const b = req.body as PartitionRequest;
+      checkNodes(c, [...b.group_a, ...b.group_b]);
+      const a = new Set(b.group_a);
+      const overlap = b.group_b.filter((x) => a.has(x));
+      if (overlap.length > 0)
+        throw new HttpError(400, `group_a and group_b must be disjoint (both contain ${overlap.join(', ')})`);
+      if (new Set(b.group_a).size !== b.group_a.length || new Set(b.group_b).size !== b.group_b.length)
+        throw new HttpError(400, 'a group lists the same node twice');
+      const pid = c.fabric.partition(b.group_a, b.group_b);
+      metrics.partitionActive.set({ cluster_id: c.id }, 1);
+      publish(c.id, { type: 'partition_created', data: { partition_id: pid, group_a: b.group_a, group_b: b.group_b } });
+      return { status: 201, body: { partition_id: pid } };
+    },
+    { body: PartitionRequest },
+  );
   app.delete('/api/v1/clusters/:id/network/partition/:partId', (req) => {
     const c = getCluster(req);
     const pid = req.params['partId'] ?? '';
@@ -688,26 +849,34 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
     c.kick();
     return { status: 204 };
   });
-  app.post('/api/v1/clusters/:id/network/latency', (req) => {
-    const c = getCluster(req);
-    const b = req.body as LatencyRequest;
-    getNode(c, b.from);
-    getNode(c, b.to);
-    if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
-    c.fabric.setLatency(b.from, b.to, b.ms);
-    publish(c.id, { type: 'link_latency_set', data: { from: b.from, to: b.to, ms: b.ms } });
-    return { status: 200, body: { status: 'latency set', from: b.from, to: b.to, ms: b.ms } };
-  }, { body: LatencyRequest });
-  app.post('/api/v1/clusters/:id/network/drop', (req) => {
-    const c = getCluster(req);
-    const b = req.body as DropRequest;
-    getNode(c, b.from);
-    getNode(c, b.to);
-    if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
-    c.fabric.setDropRate(b.from, b.to, b.rate);
-    publish(c.id, { type: 'link_drop_set', data: { from: b.from, to: b.to, rate: b.rate } });
-    return { status: 200, body: { status: 'drop rate set', from: b.from, to: b.to, rate: b.rate } };
-  }, { body: DropRequest });
+  app.post(
+    '/api/v1/clusters/:id/network/latency',
+    (req) => {
+      const c = getCluster(req);
+      const b = req.body as LatencyRequest;
+      getNode(c, b.from);
+      getNode(c, b.to);
+      if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+      c.fabric.setLatency(b.from, b.to, b.ms);
+      publish(c.id, { type: 'link_latency_set', data: { from: b.from, to: b.to, ms: b.ms } });
+      return { status: 200, body: { status: 'latency set', from: b.from, to: b.to, ms: b.ms } };
+    },
+    { body: LatencyRequest },
+  );
+  app.post(
+    '/api/v1/clusters/:id/network/drop',
+    (req) => {
+      const c = getCluster(req);
+      const b = req.body as DropRequest;
+      getNode(c, b.from);
+      getNode(c, b.to);
+      if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+      c.fabric.setDropRate(b.from, b.to, b.rate);
+      publish(c.id, { type: 'link_drop_set', data: { from: b.from, to: b.to, rate: b.rate } });
+      return { status: 200, body: { status: 'drop rate set', from: b.from, to: b.to, rate: b.rate } };
+    },
+    { body: DropRequest },
+  );
   app.delete('/api/v1/clusters/:id/network/faults', (req) => {
     const c = getCluster(req);
     const healed = [...c.fabric.partitions().keys()];
@@ -724,7 +893,13 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   registerCheckerRoutes({ app, clusters, publish, checkNodeRoom });
   registerDemoRoutes(app);
   let boundPort = 0;
-  registerScenarioRoutes({ app, clusters, publish, createCluster: provision, selfBase: () => `http://127.0.0.1:${boundPort}` });
+  registerScenarioRoutes({
+    app,
+    clusters,
+    publish,
+    createCluster: provision,
+    selfBase: () => `http://127.0.0.1:${boundPort}`,
+  });
 
   // ---- watching a cluster: its history and a snapshot to resynchronise from (README "Watching a cluster")
 
@@ -800,7 +975,8 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
       const opEvents = flagQuery(info.query, 'op_events', true);
       if (!opEvents.ok) return { reject: { status: 400, error: opEvents.error } };
       if (!hub.hasRoom()) {
-        const error = `too many /ws clients (${hub.size} of ${wsClientsMax}); close one or raise REPLSIM_WS_CLIENTS_MAX`;
+        const error =
+          `too many /ws clients (${hub.size} of ${wsClientsMax}); close one or raise ` + 'REPLSIM_WS_CLIENTS_MAX';
         return { reject: { status: 503, error } };
       }
       return { data: { clusterId, linkStats: linkStats.value, linkClusters: null, opEvents: opEvents.value } };

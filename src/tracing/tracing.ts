@@ -39,7 +39,9 @@ export async function initTracing(serviceName: string, env: NodeJS.ProcessEnv = 
   const delay = Number(env['OTEL_BSP_SCHEDULE_DELAY'] ?? 500);
   const sdk = new NodeSDK({
     serviceName,
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: Number.isFinite(delay) ? delay : 500 })],
+    spanProcessors: [
+      new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: Number.isFinite(delay) ? delay : 500 }),
+    ],
     instrumentations: [],
   });
   sdk.start();
@@ -76,7 +78,11 @@ function contextFrom(parent: string | undefined): OtelApi.Context | undefined {
  * Starts a span: a child of `parent` (a traceparent from another thread) or of the active span.
  * Returns undefined when tracing is off, so callers write `span?.end()`.
  */
-export function startSpan(name: string, parent?: string, attributes?: Record<string, string | number | boolean>): SpanHandle | undefined {
+export function startSpan(
+  name: string,
+  parent?: string,
+  attributes?: Record<string, string | number | boolean>,
+): SpanHandle | undefined {
   if (!tracing.on) return undefined;
   const api = tracing.api as typeof OtelApi;
   const ctx = contextFrom(parent) as OtelApi.Context;
@@ -106,7 +112,11 @@ export function activeTraceparent(): string | undefined {
 }
 
 /** Runs fn inside a new span that ends when fn's promise settles. */
-export async function inSpan<T>(name: string, fn: () => Promise<T>, attributes?: Record<string, string | number | boolean>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  fn: () => Promise<T>,
+  attributes?: Record<string, string | number | boolean>,
+): Promise<T> {
   if (!tracing.on) return fn();
   const span = startSpan(name, undefined, attributes) as SpanHandle;
   try {

@@ -10,11 +10,18 @@ const levels = new Set(['debug', 'info', 'warn', 'error']);
 
 export function createLogger(name: string, env: NodeJS.ProcessEnv = process.env): Logger {
   const level = levels.has(env['LOGGING_LEVEL'] ?? '') ? (env['LOGGING_LEVEL'] as string) : 'info';
-  const format = env['LOGGING_FORMAT'] === 'json' || env['LOGGING_FORMAT'] === 'console'
-    ? env['LOGGING_FORMAT']
-    : process.stdout.isTTY ? 'console' : 'json';
+  const format =
+    env['LOGGING_FORMAT'] === 'json' || env['LOGGING_FORMAT'] === 'console'
+      ? env['LOGGING_FORMAT']
+      : process.stdout.isTTY
+        ? 'console'
+        : 'json';
   if (format === 'console') {
-    return pino({ name, level, transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY, destination: 2 } } });
+    return pino({
+      name,
+      level,
+      transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY, destination: 2 } },
+    });
   }
   return pino({ name, level }, pino.destination(2));
 }

@@ -23,8 +23,18 @@ export type Histogram<T extends string = string> = PromClient.Histogram<T>;
 
 type MetricModule = (registry: PromClient.Registry, config: Record<string, unknown>) => void;
 const defaultMetricModules = [
-  'processStartTime', 'osMemoryHeap', 'processOpenFileDescriptors', 'processMaxFileDescriptors', 'eventLoopLag',
-  'processHandles', 'processRequests', 'processResources', 'heapSizeAndUsed', 'heapSpacesSizeAndUsed', 'version', 'gc',
+  'processStartTime',
+  'osMemoryHeap',
+  'processOpenFileDescriptors',
+  'processMaxFileDescriptors',
+  'eventLoopLag',
+  'processHandles',
+  'processRequests',
+  'processResources',
+  'heapSizeAndUsed',
+  'heapSpacesSizeAndUsed',
+  'version',
+  'gc',
 ];
 
 /** prom-client's default process metrics on `registry`, names prefixed with `prefix` (process_cpu_* computed here). */
@@ -47,8 +57,16 @@ export function collectProcessMetrics(registry: PromClient.Registry, prefix = ''
       total.inc(du + ds);
     },
   });
-  const system = new Counter({ name: `${prefix}process_cpu_system_seconds_total`, help: 'Total system CPU time spent in seconds.', registers: [registry] });
-  const total = new Counter({ name: `${prefix}process_cpu_seconds_total`, help: 'Total user and system CPU time spent in seconds.', registers: [registry] });
+  const system = new Counter({
+    name: `${prefix}process_cpu_system_seconds_total`,
+    help: 'Total system CPU time spent in seconds.',
+    registers: [registry],
+  });
+  const total = new Counter({
+    name: `${prefix}process_cpu_seconds_total`,
+    help: 'Total user and system CPU time spent in seconds.',
+    registers: [registry],
+  });
 }
 
 /**

@@ -26,11 +26,19 @@ export function installProcessSafetyNet(logger: Logger): void {
   installedWith = logger;
   process.on('unhandledRejection', (reason) => {
     counts.unhandledRejections++;
-    safeLog(logger, reason, 'unhandled promise rejection (counted in process_unhandled_rejections_total; the process keeps running)');
+    safeLog(
+      logger,
+      reason,
+      'unhandled promise rejection (counted in process_unhandled_rejections_total; the process keeps running)',
+    );
   });
   process.on('uncaughtException', (err, origin) => {
     counts.uncaughtExceptions++;
-    safeLog(logger, err, `uncaught exception from ${origin} (counted in process_uncaught_exceptions_total; the process keeps running)`);
+    safeLog(
+      logger,
+      err,
+      `uncaught exception from ${origin} (counted in process_uncaught_exceptions_total; the process keeps running)`,
+    );
   });
 }
 

@@ -56,7 +56,11 @@ t.test('the table quotes median and range, not the best run', async (t) => {
   t.match(text, /\*\*2\*\* \(1\.50–2\.50\)/, 'ratio median and range');
   t.match(text, /60 \(50–70\) ms/, 'baseline runs of the same run');
   t.match(text, /2 CPUs \(nproc\), Test CPU @ 2\.00GHz, Node v20\.0\.0/, 'machine');
-  t.match(text, /1\.50 \/ 2\.00 \/ 2\.25 at the start, 4\.50 \/ 3\.25 \/ 3\.00 at the end/, 'load at start of first, end of last');
+  t.match(
+    text,
+    /1\.50 \/ 2\.00 \/ 2\.25 at the start, 4\.50 \/ 3\.25 \/ 3\.00 at the end/,
+    'load at start of first, end of last',
+  );
   t.match(text, /\*\*missed\*\*/, 'a missed target is shown');
 });
 
@@ -101,7 +105,10 @@ t.test('the CLI rewrites a README from a results file, idempotently; --check', a
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-table-'));
   const readmeFile = path.join(dir, 'README.md');
   writeFileSync(readmeFile, readme);
-  const run = (...args: string[]) => spawnSync(process.execPath, [script, '--results', fixtureFile, '--readme', readmeFile, ...args], { encoding: 'utf8' });
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, [script, '--results', fixtureFile, '--readme', readmeFile, ...args], {
+      encoding: 'utf8',
+    });
 
   const stale = run('--check');
   t.equal(stale.status, 1, '--check fails on a stale README');
@@ -120,7 +127,11 @@ t.test('the CLI refuses a missing results file, an empty one, and a README witho
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-table-'));
   const readmeFile = path.join(dir, 'README.md');
   writeFileSync(readmeFile, readme);
-  const missing = spawnSync(process.execPath, [script, '--results', path.join(dir, 'none.json'), '--readme', readmeFile], { encoding: 'utf8' });
+  const missing = spawnSync(
+    process.execPath,
+    [script, '--results', path.join(dir, 'none.json'), '--readme', readmeFile],
+    { encoding: 'utf8' },
+  );
   t.equal(missing.status, 1);
   t.match(missing.stderr, /run make bench first/);
 
@@ -132,7 +143,9 @@ t.test('the CLI refuses a missing results file, an empty one, and a README witho
 
   const bare = path.join(dir, 'BARE.md');
   writeFileSync(bare, '# no markers\n');
-  const noMarkers = spawnSync(process.execPath, [script, '--results', fixtureFile, '--readme', bare], { encoding: 'utf8' });
+  const noMarkers = spawnSync(process.execPath, [script, '--results', fixtureFile, '--readme', bare], {
+    encoding: 'utf8',
+  });
   t.equal(noMarkers.status, 1);
   t.match(noMarkers.stderr, /needs <!-- bench-table:start -->/);
   t.equal(readFileSync(bare, 'utf8'), '# no markers\n', 'left untouched');

@@ -5,7 +5,14 @@ import t from 'tap';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { clearResults, median, readResults, recordResult, resultsPath, type BenchResultInput } from '../../benchmarks/results.js';
+import {
+  clearResults,
+  median,
+  readResults,
+  recordResult,
+  resultsPath,
+  type BenchResultInput,
+} from '../../benchmarks/results.js';
 
 function tempFile(): string {
   return path.join(mkdtempSync(path.join(tmpdir(), 'bench-results-')), 'bench-results.json');
@@ -58,7 +65,10 @@ t.test('recordResult computes median/min/max from the runs and appends', async (
   t.ok(Array.isArray(stored), 'the file is one JSON array');
   const all = readResults();
   t.equal(all.length, 2, 'one object per measure, appended');
-  t.same(all.map((r) => r.measure), ['writes', 'reads']);
+  t.same(
+    all.map((r) => r.measure),
+    ['writes', 'reads'],
+  );
   t.same([all[1]?.median, all[1]?.min, all[1]?.max], [9, 8, 10], 'given summary values are kept');
   t.equal(all[0]?.baseline, 'bare uWS hello-world');
   t.match(all[0]?.method, /not timed/);
@@ -99,7 +109,10 @@ t.test('clearResults empties the file; a later record starts a new list', async 
   t.same(readResults(), []);
   t.equal(readFileSync(file, 'utf8').trim(), '[]');
   recordResult(input({ measure: 'after' }));
-  t.same(readResults().map((r) => r.measure), ['after']);
+  t.same(
+    readResults().map((r) => r.measure),
+    ['after'],
+  );
 });
 
 t.test('a results file that is not an array is an error, not silently replaced', async (t) => {

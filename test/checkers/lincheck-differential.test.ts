@@ -116,18 +116,42 @@ for (const name of ['register', 'cas-register', 'kv'] as const) {
 }
 
 t.test('the oracle itself gets hand-made verdicts right', async (t) => {
-  const w = (client: number, v: Value, at: [number, number?], status: OpStatus = 'ok'): HistoryOp =>
-    ({ client, key: '', kind: 'write', input: v, output: null, invokeTime: at[0], completeTime: at[1], status });
-  const r = (client: number, v: Value, at: [number, number?], status: OpStatus = 'ok'): HistoryOp =>
-    ({ client, key: '', kind: 'read', input: null, output: v, invokeTime: at[0], completeTime: at[1], status });
+  const w = (client: number, v: Value, at: [number, number?], status: OpStatus = 'ok'): HistoryOp => ({
+    client,
+    key: '',
+    kind: 'write',
+    input: v,
+    output: null,
+    invokeTime: at[0],
+    completeTime: at[1],
+    status,
+  });
+  const r = (client: number, v: Value, at: [number, number?], status: OpStatus = 'ok'): HistoryOp => ({
+    client,
+    key: '',
+    kind: 'read',
+    input: null,
+    output: v,
+    invokeTime: at[0],
+    completeTime: at[1],
+    status,
+  });
   const table: Array<{ name: string; history: HistoryOp[]; want: boolean }> = [
     { name: 'a stale read', history: [w(0, 1, [0, 1]), w(0, 2, [2, 3]), r(1, 1, [4, 5])], want: false },
-    { name: 'a read concurrent with the overwrite', history: [w(0, 1, [0, 1]), w(0, 2, [2, 6]), r(1, 1, [4, 5])], want: true },
+    {
+      name: 'a read concurrent with the overwrite',
+      history: [w(0, 1, [0, 1]), w(0, 2, [2, 6]), r(1, 1, [4, 5])],
+      want: true,
+    },
     { name: 'touching intervals are concurrent', history: [w(0, 1, [0, 4]), r(1, null, [4, 5])], want: true },
     { name: 'an info write may take effect', history: [w(0, 1, [0], 'info'), r(1, 1, [4, 5])], want: true },
     { name: 'an info write may not take effect', history: [w(0, 1, [0], 'info'), r(1, null, [4, 5])], want: true },
     { name: 'a failed write never happened', history: [w(0, 1, [0, 1], 'fail'), r(1, 1, [4, 5])], want: false },
-    { name: 'an info write cannot act before it was invoked', history: [r(1, 1, [0, 1]), w(0, 1, [4], 'info')], want: false },
+    {
+      name: 'an info write cannot act before it was invoked',
+      history: [r(1, 1, [0, 1]), w(0, 1, [4], 'info')],
+      want: false,
+    },
     { name: '1 and "1" are different values', history: [w(0, 1, [0, 1]), r(1, '1', [4, 5])], want: false },
   ];
   for (const c of table) t.equal(linearizableByBruteForce(c.history, models.register), c.want, c.name);

@@ -19,7 +19,8 @@ function precedes(a: HistoryOp, b: HistoryOp): boolean {
 
 export function linearizableByBruteForce(history: readonly HistoryOp[], model: Model): boolean {
   const ops = history.filter((o) => o.status !== 'fail');
-  if (ops.length > oracleOpsMax) throw new Error(`the oracle takes at most ${oracleOpsMax} operations, not ${ops.length}`);
+  if (ops.length > oracleOpsMax)
+    throw new Error(`the oracle takes at most ${oracleOpsMax} operations, not ${ops.length}`);
   const ok = ops.filter((o) => o.status === 'ok');
   const info = ops.filter((o) => o.status === 'info');
   for (let mask = 0; mask < 1 << info.length; mask++) {
@@ -60,7 +61,12 @@ function someOrder(ops: readonly HistoryOp[], model: Model): boolean {
  * What is wrong with a claimed legal order (indices into `history`), if anything: an op of
  * another key, a failed op, an illegal step, or a pair out of real-time order.
  */
-export function orderProblem(history: readonly HistoryOp[], model: Model, order: readonly number[], key: string): string | undefined {
+export function orderProblem(
+  history: readonly HistoryOp[],
+  model: Model,
+  order: readonly number[],
+  key: string,
+): string | undefined {
   let state: ModelState | undefined = model.init();
   for (let k = 0; k < order.length; k++) {
     const a = history[order[k] as number] as HistoryOp;
@@ -69,7 +75,8 @@ export function orderProblem(history: readonly HistoryOp[], model: Model, order:
     state = model.step(state, a);
     if (state === undefined) return `op ${order[k]} is illegal where it is placed`;
     for (let m = k + 1; m < order.length; m++) {
-      if (precedes(history[order[m] as number] as HistoryOp, a)) return `ops ${order[k]} and ${order[m]} are out of real-time order`;
+      if (precedes(history[order[m] as number] as HistoryOp, a))
+        return `ops ${order[k]} and ${order[m]} are out of real-time order`;
     }
   }
   return undefined;

@@ -31,8 +31,14 @@ const w = (c: number, v: Value, at: [number, number?], status: OpStatus = 'ok', 
   op(c, 'write', v, null, at, status, key);
 const r = (c: number, v: Value, at: [number, number?], status: OpStatus = 'ok', key = ''): HistoryOp =>
   op(c, 'read', null, v, at, status, key);
-const cas = (c: number, e: Value, n: Value, swapped: boolean, at: [number, number?], status: OpStatus = 'ok'): HistoryOp =>
-  op(c, 'cas', [e, n], swapped, at, status);
+const cas = (
+  c: number,
+  e: Value,
+  n: Value,
+  swapped: boolean,
+  at: [number, number?],
+  status: OpStatus = 'ok',
+): HistoryOp => op(c, 'cas', [e, n], swapped, at, status);
 const app = (c: number, v: string, at: [number, number?], status: OpStatus = 'ok', key = ''): HistoryOp =>
   op(c, 'append', v, null, at, status, key);
 
@@ -247,10 +253,25 @@ t.test('a violation names the longest linearizable prefix and the op that cannot
 
 t.test('histories a model cannot check are refused as invalid, not judged', async (t) => {
   const table: Array<{ name: string; model: ModelName; history: HistoryOp[]; problem: RegExp }> = [
-    { name: 'a cas on a plain register', model: 'register', history: [cas(0, 1, 2, true, [0, 1])], problem: /no cas operation/ },
+    {
+      name: 'a cas on a plain register',
+      model: 'register',
+      history: [cas(0, 1, 2, true, [0, 1])],
+      problem: /no cas operation/,
+    },
     { name: 'an ok op with no completion', model: 'register', history: [w(0, 1, [0])], problem: /finite completeTime/ },
-    { name: 'a completion before the invocation', model: 'register', history: [w(0, 1, [5, 1])], problem: /before invokeTime/ },
-    { name: 'a cas without [expected, new]', model: 'cas-register', history: [op(0, 'cas', 1, true, [0, 1])], problem: /\[expected, new\]/ },
+    {
+      name: 'a completion before the invocation',
+      model: 'register',
+      history: [w(0, 1, [5, 1])],
+      problem: /before invokeTime/,
+    },
+    {
+      name: 'a cas without [expected, new]',
+      model: 'cas-register',
+      history: [op(0, 'cas', 1, true, [0, 1])],
+      problem: /\[expected, new\]/,
+    },
   ];
   for (const c of table) {
     const result = checkHistory(c.history, models[c.model]);
@@ -298,10 +319,37 @@ t.test('the jepsen.util log parser pairs invocations with completions per proces
   if (!parsed.ok) return t.fail(parsed.error);
   t.same(parsed.history, [
     { client: 0, key: '', kind: 'read', input: null, output: 3, invokeTime: 0, completeTime: 3, status: 'ok' },
-    { client: 1, key: '', kind: 'cas', input: [3, 0], output: null, invokeTime: 1, completeTime: undefined, status: 'fail' },
-    { client: 2, key: '', kind: 'write', input: 4, output: null, invokeTime: 2, completeTime: undefined, status: 'info' },
+    {
+      client: 1,
+      key: '',
+      kind: 'cas',
+      input: [3, 0],
+      output: null,
+      invokeTime: 1,
+      completeTime: undefined,
+      status: 'fail',
+    },
+    {
+      client: 2,
+      key: '',
+      kind: 'write',
+      input: 4,
+      output: null,
+      invokeTime: 2,
+      completeTime: undefined,
+      status: 'info',
+    },
     { client: 3, key: '', kind: 'cas', input: [1, 2], output: true, invokeTime: 7, completeTime: 8, status: 'ok' },
-    { client: 4, key: '', kind: 'write', input: 1, output: null, invokeTime: 9, completeTime: undefined, status: 'info' },
+    {
+      client: 4,
+      key: '',
+      kind: 'write',
+      input: 1,
+      output: null,
+      invokeTime: 9,
+      completeTime: undefined,
+      status: 'info',
+    },
   ]);
 });
 
@@ -317,20 +365,54 @@ t.test('the EDN parser reads kv records, keys and escaped strings', async (t) =>
   const parsed = parseHistory(edn);
   if (!parsed.ok) return t.fail(parsed.error);
   t.same(parsed.history, [
-    { client: 9, key: '0', kind: 'append', input: 'x 9 0 y', output: null, invokeTime: 0, completeTime: 4, status: 'ok' },
+    {
+      client: 9,
+      key: '0',
+      kind: 'append',
+      input: 'x 9 0 y',
+      output: null,
+      invokeTime: 0,
+      completeTime: 4,
+      status: 'ok',
+    },
     { client: 1, key: '9', kind: 'read', input: null, output: 'a"b', invokeTime: 1, completeTime: 2, status: 'ok' },
-    { client: 2, key: '0', kind: 'write', input: 'z', output: null, invokeTime: 5, completeTime: undefined, status: 'info' },
+    {
+      client: 2,
+      key: '0',
+      kind: 'write',
+      input: 'z',
+      output: null,
+      invokeTime: 5,
+      completeTime: undefined,
+      status: 'info',
+    },
   ]);
 });
 
 t.test('malformed history files are refused with the line that is wrong', async (t) => {
   const table = [
-    { name: 'an unknown operation', text: 'INFO  jepsen.util - 0 :invoke :frob nil', error: /^line 1: unknown operation :frob/ },
+    {
+      name: 'an unknown operation',
+      text: 'INFO  jepsen.util - 0 :invoke :frob nil',
+      error: /^line 1: unknown operation :frob/,
+    },
     { name: 'a completion nobody invoked', text: 'INFO  jepsen.util - 0 :ok :read 1', error: /never invoked/ },
     { name: 'a cas without a pair', text: 'INFO  jepsen.util - 0 :invoke :cas 3', error: /\[expected new\]/ },
-    { name: 'a completion of another kind', text: 'INFO  jepsen.util - 0 :invoke :read nil\nINFO  jepsen.util - 0 :ok :write 1', error: /^line 2: .*invoked read but completes write/ },
-    { name: 'an unterminated EDN string', text: '{:process 0, :type :invoke, :f :put, :key "k, :value nil}', error: /^line 1: unterminated string/ },
-    { name: 'an EDN record without :type', text: '{:process 0, :f :get, :key "k", :value nil}', error: /missing :type/ },
+    {
+      name: 'a completion of another kind',
+      text: 'INFO  jepsen.util - 0 :invoke :read nil\nINFO  jepsen.util - 0 :ok :write 1',
+      error: /^line 2: .*invoked read but completes write/,
+    },
+    {
+      name: 'an unterminated EDN string',
+      text: '{:process 0, :type :invoke, :f :put, :key "k, :value nil}',
+      error: /^line 1: unterminated string/,
+    },
+    {
+      name: 'an EDN record without :type',
+      text: '{:process 0, :f :get, :key "k", :value nil}',
+      error: /missing :type/,
+    },
   ];
   for (const c of table) {
     const parsed = parseHistory(c.text);
@@ -345,7 +427,12 @@ t.test('malformed history files are refused with the line that is wrong', async 
 /** The README's verdict table: `etcd_NNN linearizable|not-linearizable`. */
 function readmeVerdicts(): Map<string, string> {
   const readme = readFileSync(path.join(historiesDir, 'README.md'), 'utf8');
-  return new Map([...readme.matchAll(/^(etcd_\d{3}) (linearizable|not-linearizable)\s*$/gm)].map((m) => [m[1] as string, m[2] as string]));
+  return new Map(
+    [...readme.matchAll(/^(etcd_\d{3}) (linearizable|not-linearizable)\s*$/gm)].map((m) => [
+      m[1] as string,
+      m[2] as string,
+    ]),
+  );
 }
 
 t.test('every recorded history is decided, with the README verdict where it gives one', async (t) => {
@@ -411,7 +498,8 @@ function checkPrefix(
     if (state === undefined) return `prefix op ${k} is illegal where it is placed`;
     for (let m = k + 1; m < v.linearization.length; m++) {
       const b = history[v.linearization[m] as number] as HistoryOp;
-      if (b.status === 'ok' && (b.completeTime as number) < a.invokeTime) return `prefix ops ${k} and ${m} are out of real-time order`;
+      if (b.status === 'ok' && (b.completeTime as number) < a.invokeTime)
+        return `prefix ops ${k} and ${m} are out of real-time order`;
     }
   }
   if (state !== v.stateAfter) return `the prefix ends in ${String(state)}, not ${String(v.stateAfter)}`;
@@ -457,8 +545,20 @@ t.test('the CLI prints one verdict line per file and exits 0 only when all are l
       lines: [/c50-ok\.txt unknown \d+\.\d$/],
     },
     { name: 'a missing model', argv: [kv('c01-ok.txt')], code: 2, lines: [], errors: /--model is required/ },
-    { name: 'an unknown model', argv: ['--model', 'queue', kv('c01-ok.txt')], code: 2, lines: [], errors: /unknown model queue/ },
-    { name: 'a bad timeout', argv: ['--model', 'kv', '--timeout-ms', 'soon', 'x'], code: 2, lines: [], errors: /positive number/ },
+    {
+      name: 'an unknown model',
+      argv: ['--model', 'queue', kv('c01-ok.txt')],
+      code: 2,
+      lines: [],
+      errors: /unknown model queue/,
+    },
+    {
+      name: 'a bad timeout',
+      argv: ['--model', 'kv', '--timeout-ms', 'soon', 'x'],
+      code: 2,
+      lines: [],
+      errors: /positive number/,
+    },
     { name: 'a missing file', argv: ['--model', 'kv', kv('nope.txt')], code: 1, lines: [], errors: /cannot read/ },
   ];
   for (const c of table) {
@@ -493,7 +593,14 @@ const domain: Record<ModelName, Value[]> = {
  * and wraps each in a random interval around its point (so neighbours overlap). Some ops get an
  * unknown outcome (applied or not, at random) and some fail (never applied).
  */
-function generate(rng: Rng, modelName: ModelName, n: number, keys: number, spread: number, unknownRate = 0.12): Generated {
+function generate(
+  rng: Rng,
+  modelName: ModelName,
+  n: number,
+  keys: number,
+  spread: number,
+  unknownRate = 0.12,
+): Generated {
   const model = models[modelName];
   const values = domain[modelName];
   const states = new Map<string, ModelState>();
@@ -520,7 +627,16 @@ function generate(rng: Rng, modelName: ModelName, n: number, keys: number, sprea
     const point = (i + 1) * 10;
     const invokeTime = point - rng.next() * spread;
     const completeTime = status === 'ok' ? point + rng.next() * spread : undefined;
-    const o: HistoryOp = { client: i, key, kind, input, output: status === 'ok' ? output : null, invokeTime, completeTime, status };
+    const o: HistoryOp = {
+      client: i,
+      key,
+      kind,
+      input,
+      output: status === 'ok' ? output : null,
+      invokeTime,
+      completeTime,
+      status,
+    };
     if (applied) {
       const next = model.step(state, o);
       if (next === undefined) throw new Error('generator produced an illegal step');
@@ -545,7 +661,9 @@ function bruteForce(history: readonly HistoryOp[], model: Model): boolean {
         if (placed[i]) continue;
         const candidate = ops[i] as HistoryOp;
         // Real-time order: every op that completed before this one began goes first.
-        const blocked = ops.some((o, j) => !placed[j] && o.status === 'ok' && (o.completeTime as number) < candidate.invokeTime);
+        const blocked = ops.some(
+          (o, j) => !placed[j] && o.status === 'ok' && (o.completeTime as number) < candidate.invokeTime,
+        );
         if (blocked) continue;
         const next = model.step(state, candidate);
         if (next === undefined) continue;
@@ -564,9 +682,10 @@ function corrupt(rng: Rng, g: Generated, modelName: ModelName): HistoryOp[] | un
   const index = g.observations[rng.int(g.observations.length)] as number;
   const original = g.history[index] as HistoryOp;
   const values = domain[modelName];
-  const output: Value = original.kind === 'cas'
-    ? !original.output
-    : (values.filter((v) => v !== original.output)[rng.int(values.length - 1)] ?? 'zz') as Value;
+  const output: Value =
+    original.kind === 'cas'
+      ? !original.output
+      : ((values.filter((v) => v !== original.output)[rng.int(values.length - 1)] ?? 'zz') as Value);
   return g.history.map((o, i) => (i === index ? { ...o, output } : o));
 }
 
@@ -579,7 +698,10 @@ t.test('histories of real sequential executions are always linearizable', async 
     const g = generate(rng, name, rng.range(1, 40), rng.range(1, 3), rng.range(5, 40), seed % 3 === 0 ? 0.4 : 0.12);
     const result = checkHistory(g.history, models[name]);
     if (result.verdict !== 'linearizable') {
-      t.fail(`seed ${seed} (${name}): a real execution was judged ${result.verdict}; replay: ` + `generate(new SeededRng(${seed}), ...)`);
+      t.fail(
+        `seed ${seed} (${name}): a real execution was judged ${result.verdict}; replay: ` +
+          `generate(new SeededRng(${seed}), ...)`,
+      );
     }
     checked++;
   }
@@ -615,7 +737,10 @@ t.test('corrupted small histories get the brute-force verdict, and their explana
     const truth = bruteForce(history, models[name]);
     if ((result.verdict === 'linearizable') !== truth || result.verdict === 'unknown') {
       disagreements++;
-      t.fail(`seed ${seed} (${name}): checker says ${result.verdict}, brute force says ` + `${truth ? 'linearizable' : 'not'}: ${JSON.stringify(history)}`);
+      t.fail(
+        `seed ${seed} (${name}): checker says ${result.verdict}, brute force says ` +
+          `${truth ? 'linearizable' : 'not'}: ${JSON.stringify(history)}`,
+      );
     }
     if (result.verdict === 'not-linearizable') {
       rejected++;
@@ -626,10 +751,15 @@ t.test('corrupted small histories get the brute-force verdict, and their explana
       // completion, and not once it completes.
       const keyOps = history.filter((o) => o.key === v.key);
       if (!bruteForce(prefixBefore(keyOps, v.prefixEndTime), models[name])) {
-        t.fail(`seed ${seed} (${name}): the prefix before ${v.prefixEndTime} is not linearizable: a ` + 'shorter explanation exists');
+        t.fail(
+          `seed ${seed} (${name}): the prefix before ${v.prefixEndTime} is not linearizable: a ` +
+            'shorter explanation exists',
+        );
       }
       if (bruteForce(prefixBefore(keyOps, v.prefixEndTime, v.op), models[name])) {
-        t.fail(`seed ${seed} (${name}): the prefix up to the culprit's completion is linearizable: it is not the culprit`);
+        t.fail(
+          `seed ${seed} (${name}): the prefix up to the culprit's completion is linearizable: it is not the culprit`,
+        );
       }
       if (!v.minimal) t.fail(`seed ${seed} (${name}): without a budget the explanation must be minimal`);
     } else {
@@ -637,7 +767,10 @@ t.test('corrupted small histories get the brute-force verdict, and their explana
     }
   }
   t.equal(disagreements, 0, 'the checker agrees with brute force on every seed');
-  t.ok(rejected > 150, `most corruptions are caught (${rejected} rejected, ${stillLinearizable} genuinely linearizable)`);
+  t.ok(
+    rejected > 150,
+    `most corruptions are caught (${rejected} rejected, ${stillLinearizable} genuinely linearizable)`,
+  );
 });
 
 t.test('growth pruning never changes a kv verdict or its explanation', async (t) => {
@@ -651,12 +784,20 @@ t.test('growth pruning never changes a kv verdict or its explanation', async (t)
     const history = rng.chance(0.7) ? (corrupt(rng, g, 'kv') ?? g.history) : g.history;
     const pruned = checkHistory(history, models.kv);
     const reference = checkHistory(history, plain);
-    const same = pruned.verdict === reference.verdict &&
-      (pruned.verdict !== 'not-linearizable' || reference.verdict !== 'not-linearizable' ||
-        (pruned.violation.opIndex === reference.violation.opIndex && pruned.violation.prefixEndTime === reference.violation.prefixEndTime));
+    const same =
+      pruned.verdict === reference.verdict &&
+      (pruned.verdict !== 'not-linearizable' ||
+        reference.verdict !== 'not-linearizable' ||
+        (pruned.violation.opIndex === reference.violation.opIndex &&
+          pruned.violation.prefixEndTime === reference.violation.prefixEndTime));
     if (!same) {
       differences++;
-      t.fail(`seed ${seed}: pruned ` + `${JSON.stringify(pruned.verdict === 'not-linearizable' ? pruned.violation.opIndex : pruned.verdict)}, ` + 'plain ' + JSON.stringify(reference.verdict === 'not-linearizable' ? reference.violation.opIndex : reference.verdict));
+      t.fail(
+        `seed ${seed}: pruned ` +
+          `${JSON.stringify(pruned.verdict === 'not-linearizable' ? pruned.violation.opIndex : pruned.verdict)}, ` +
+          'plain ' +
+          JSON.stringify(reference.verdict === 'not-linearizable' ? reference.violation.opIndex : reference.verdict),
+      );
     }
     if (pruned.verdict === 'not-linearizable') rejected++;
   }
@@ -667,7 +808,8 @@ t.test('growth pruning never changes a kv verdict or its explanation', async (t)
     const ops = parsed.history.filter((o) => o.key === key);
     const a = checkHistory(ops, models.kv);
     const b = checkHistory(ops, plain);
-    const culprit = (r: CheckResult): string => (r.verdict === 'not-linearizable' ? `${r.violation.opIndex}@${r.violation.prefixEndTime}` : r.verdict);
+    const culprit = (r: CheckResult): string =>
+      r.verdict === 'not-linearizable' ? `${r.violation.opIndex}@${r.violation.prefixEndTime}` : r.verdict;
     t.equal(culprit(a), culprit(b), `c10-bad key ${key}: same verdict and culprit`);
   }
   t.equal(differences, 0, 'pruned and plain search agree on every seed');

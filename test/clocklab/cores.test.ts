@@ -39,7 +39,12 @@ t.test('vector comparison tells before, after, equal and concurrent', async (t) 
 
 t.test('version vectors keyed by process follow the spec rules', async (t) => {
   const cases = [
-    { name: 'V dominates W when every entry is >= and one is >', a: { p1: 2, p2: 1 }, b: { p1: 1, p2: 1 }, want: 'after' },
+    {
+      name: 'V dominates W when every entry is >= and one is >',
+      a: { p1: 2, p2: 1 },
+      b: { p1: 1, p2: 1 },
+      want: 'after',
+    },
     { name: 'equal vectors are equal', a: { p1: 1 }, b: { p1: 1, p2: 0 }, want: 'equal' },
     { name: 'neither dominating is concurrent', a: { p1: 1 }, b: { p2: 1 }, want: 'concurrent' },
     { name: 'a vector missing a positive entry is dominated', a: { p1: 1 }, b: { p1: 1, p2: 1 }, want: 'before' },
@@ -66,10 +71,20 @@ t.test('matrix clocks learn what others know and allow garbage collection only w
   vectorTick(m1[1] as Vector, 1);
   t.equal(matrixKnownByAll(m0, 0, [0, 1, 2]), 0, 'before any reply p0 cannot discard its event');
   vectorTick(m1[1] as Vector, 1); // send to p2
-  matrixMergeInto(m2, 2, 1, m1.map((r) => [...(r ?? [])]));
+  matrixMergeInto(
+    m2,
+    2,
+    1,
+    m1.map((r) => [...(r ?? [])]),
+  );
   vectorTick(m2[2] as Vector, 2);
   vectorTick(m2[2] as Vector, 2); // send to p0
-  matrixMergeInto(m0, 0, 2, m2.map((r) => [...(r ?? [])]));
+  matrixMergeInto(
+    m0,
+    0,
+    2,
+    m2.map((r) => [...(r ?? [])]),
+  );
   vectorTick(m0[0] as Vector, 0);
   t.ok(matrixKnownByAll(m0, 0, [0, 1, 2]) >= 1, 'after the cycle p0 knows every process has seen its first event');
   t.equal(m0[1]?.[0], 2, 'p0 knows p1 saw both of its first events');
@@ -78,10 +93,43 @@ t.test('matrix clocks learn what others know and allow garbage collection only w
 t.test('the RST condition holds back exactly the messages with undelivered causal predecessors', async (t) => {
   // ST_m is the sender's SENT matrix after the send: it counts m itself (sender is process 0 here).
   const cases: Array<{ name: string; deliv: Vector; stm: Matrix; self: number; blocked: boolean }> = [
-    { name: 'no predecessors sent to me: deliverable', deliv: [], stm: [[0, 0, 1], [0, 0, 0]], self: 2, blocked: false },
-    { name: 'FIFO: an earlier message from the sender is missing', deliv: [0], stm: [[0, 0, 2]], self: 2, blocked: true },
-    { name: 'a third process sent me a predecessor I have not delivered', deliv: [0, 0], stm: [[0, 0, 1], [0, 0, 1]], self: 2, blocked: true },
-    { name: 'every predecessor delivered: deliverable', deliv: [1, 1], stm: [[0, 0, 2], [0, 0, 1]], self: 2, blocked: false },
+    {
+      name: 'no predecessors sent to me: deliverable',
+      deliv: [],
+      stm: [
+        [0, 0, 1],
+        [0, 0, 0],
+      ],
+      self: 2,
+      blocked: false,
+    },
+    {
+      name: 'FIFO: an earlier message from the sender is missing',
+      deliv: [0],
+      stm: [[0, 0, 2]],
+      self: 2,
+      blocked: true,
+    },
+    {
+      name: 'a third process sent me a predecessor I have not delivered',
+      deliv: [0, 0],
+      stm: [
+        [0, 0, 1],
+        [0, 0, 1],
+      ],
+      self: 2,
+      blocked: true,
+    },
+    {
+      name: 'every predecessor delivered: deliverable',
+      deliv: [1, 1],
+      stm: [
+        [0, 0, 2],
+        [0, 0, 1],
+      ],
+      self: 2,
+      blocked: false,
+    },
   ];
   for (const c of cases) t.equal(rstBlocker(c.deliv, c.stm, c.self, 0) !== undefined, c.blocked, c.name);
   const deliv: Vector = [2];
@@ -108,10 +156,22 @@ t.test('settled counters advance over a contiguous prefix of delivered or lost m
 
 t.test('the BSS condition waits for the sender’s earlier broadcasts and those it had delivered', async (t) => {
   const cases: Array<{ name: string; vc: Vector; ts: Vector; sender: number; blocked: boolean }> = [
-    { name: 'the next broadcast of the sender with nothing else needed', vc: [0, 0], ts: [1, 0], sender: 0, blocked: false },
+    {
+      name: 'the next broadcast of the sender with nothing else needed',
+      vc: [0, 0],
+      ts: [1, 0],
+      sender: 0,
+      blocked: false,
+    },
     { name: 'a gap in the sender’s broadcasts', vc: [0, 0], ts: [2, 0], sender: 0, blocked: true },
     { name: 'the sender had delivered a broadcast I have not', vc: [0, 0, 0], ts: [1, 1, 0], sender: 1, blocked: true },
-    { name: 'everything the sender had delivered is delivered here', vc: [1, 0, 0], ts: [1, 1, 0], sender: 1, blocked: false },
+    {
+      name: 'everything the sender had delivered is delivered here',
+      vc: [1, 0, 0],
+      ts: [1, 1, 0],
+      sender: 1,
+      blocked: false,
+    },
   ];
   for (const c of cases) t.equal(bssBlocker(c.vc, c.ts, c.sender) !== undefined, c.blocked, c.name);
 });
@@ -128,10 +188,18 @@ t.test('the KV store follows the spec state table', async (t) => {
   t.equal(b.outcome, 'replaced', 'a dominating write replaces');
   const stale = kv.write('x', version('old', 'p1', { p1: 1 }, 1));
   t.equal(stale.outcome, 'stale', 'a dominated write is stale and dropped');
-  t.same(kv.read('x')?.map((v) => v.value), ['b'], 'the stale write left the key unchanged');
+  t.same(
+    kv.read('x')?.map((v) => v.value),
+    ['b'],
+    'the stale write left the key unchanged',
+  );
   const c = kv.write('x', version('c', 'p3', { p3: 1 }, 1));
   t.equal(c.outcome, 'conflict', 'a concurrent write is a conflict');
-  t.same(kv.read('x')?.map((v) => v.value), ['b', 'c'], 'keep_all keeps both siblings');
+  t.same(
+    kv.read('x')?.map((v) => v.value),
+    ['b', 'c'],
+    'keep_all keeps both siblings',
+  );
   const d = kv.write('x', version('d', 'p1', { p1: 2, p2: 1, p3: 1 }, 5));
   t.equal(d.outcome, 'replaced', 'a write that saw both siblings replaces them both');
   t.same(kv.read('x')?.length, 1);
@@ -143,22 +211,50 @@ t.test('conflict strategies resolve siblings as the spec says', async (t) => {
   const s3 = version('late', 'p3', { p3: 2 }, 7);
   const cases = [
     { name: 'lww keeps the higher scalar timestamp', strategy: 'lww' as const, siblings: [s1, s3], want: 'late' },
-    { name: 'lww breaks a tie toward the greater writer id', strategy: 'lww' as const, siblings: [s1, s2], want: 'right' },
-    { name: 'first_writer keeps the lower scalar timestamp', strategy: 'first_writer' as const, siblings: [s3, s1], want: 'left' },
-    { name: 'first_writer breaks a tie toward the greater writer id', strategy: 'first_writer' as const, siblings: [s1, s2], want: 'right' },
+    {
+      name: 'lww breaks a tie toward the greater writer id',
+      strategy: 'lww' as const,
+      siblings: [s1, s2],
+      want: 'right',
+    },
+    {
+      name: 'first_writer keeps the lower scalar timestamp',
+      strategy: 'first_writer' as const,
+      siblings: [s3, s1],
+      want: 'left',
+    },
+    {
+      name: 'first_writer breaks a tie toward the greater writer id',
+      strategy: 'first_writer' as const,
+      siblings: [s1, s2],
+      want: 'right',
+    },
     { name: 'merge joins strings with a bar', strategy: 'merge' as const, siblings: [s1, s2], want: 'left|right' },
-    { name: 'merge sums numeric counters', strategy: 'merge' as const, siblings: [version('3', 'p1', { p1: 1 }, 1), version('4', 'p2', { p2: 1 }, 1)], want: '7' },
+    {
+      name: 'merge sums numeric counters',
+      strategy: 'merge' as const,
+      siblings: [version('3', 'p1', { p1: 1 }, 1), version('4', 'p2', { p2: 1 }, 1)],
+      want: '7',
+    },
   ];
   for (const c of cases) {
     const r = resolve(c.strategy, c.siblings, c.siblings[c.siblings.length - 1] as StoredVersion);
     t.equal(r.value, c.want, c.name);
-    t.equal(compareVersionVectors(r.vector, c.siblings[0]!.vector), 'after', `${c.name}: the result dominates every sibling`);
+    t.equal(
+      compareVersionVectors(r.vector, c.siblings[0]!.vector),
+      'after',
+      `${c.name}: the result dominates every sibling`,
+    );
   }
   const kv = new KvStore('lww');
   kv.write('k', s1);
   const res = kv.write('k', s3);
   t.equal(res.outcome, 'conflict');
-  t.same(kv.read('k')?.map((v) => v.value), ['late'], 'a strategy other than keep_all leaves a single resolved value');
+  t.same(
+    kv.read('k')?.map((v) => v.value),
+    ['late'],
+    'a strategy other than keep_all leaves a single resolved value',
+  );
 });
 
 function rec(id: string): RecordedProcess {
@@ -167,27 +263,61 @@ function rec(id: string): RecordedProcess {
 
 t.test('a global snapshot completes when every channel saw its marker and verifies its cut', async (t) => {
   const s = new GlobalSnapshot('s1', 'a', 0, ['a', 'b']);
-  s.record(rec('a'), () => 2, () => 0, undefined, 0);
+  s.record(
+    rec('a'),
+    () => 2,
+    () => 0,
+    undefined,
+    0,
+  );
   t.equal(s.status, 'running');
   s.onArrival({ id: 'm9', from: 'b', to: 'a', payload: '', amount: 5, seq: 1 });
   t.equal(s.onMarker('a', 'b', 1), 'record', 'the first marker at b asks b to record');
-  s.record(rec('b'), () => 1, () => 2, 'a', 1);
+  s.record(
+    rec('b'),
+    () => 1,
+    () => 2,
+    'a',
+    1,
+  );
   t.equal(s.onMarker('b', 'a', 2), 'closed', 'the marker back closes a’s incoming channel');
   t.equal(s.status, 'complete');
   const v = s.verify();
-  t.same([v.consistent, v.in_transit], [true, 1], 'the message b sent before its cut and a received after its own is in transit');
+  t.same(
+    [v.consistent, v.in_transit],
+    [true, 1],
+    'the message b sent before its cut and a received after its own is in transit',
+  );
   t.equal(s.totalBalance(), 25, 'the recorded balances plus the in-transit amount');
 
   const orphan = new GlobalSnapshot('s2', 'a', 0, ['a', 'b']);
-  orphan.record(rec('a'), () => 1, () => 0, undefined, 0);
-  orphan.record(rec('b'), () => 0, () => 3, 'a', 1);
+  orphan.record(
+    rec('a'),
+    () => 1,
+    () => 0,
+    undefined,
+    0,
+  );
+  orphan.record(
+    rec('b'),
+    () => 0,
+    () => 3,
+    'a',
+    1,
+  );
   orphan.onMarker('b', 'a', 2);
   const ov = orphan.verify();
   t.equal(ov.consistent, false, 'a receive beyond the sender’s cut is inconsistent');
   t.match(ov.reasons.join(' '), /receive whose send is outside the cut/);
 
   const dead = new GlobalSnapshot('s3', 'a', 0, ['a', 'b']);
-  dead.record(rec('a'), () => 0, () => 0, undefined, 0);
+  dead.record(
+    rec('a'),
+    () => 0,
+    () => 0,
+    undefined,
+    0,
+  );
   dead.onKilled('b');
   const dv = dead.verify();
   t.same([dv.complete, dv.consistent, dead.status], [false, false, 'incomplete']);

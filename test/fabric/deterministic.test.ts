@@ -218,7 +218,11 @@ function counter(c: DetCluster, id: string): CounterCore {
 }
 
 /** Drives a cluster through 3 s of virtual time with random faults chosen from the runtime's rng. */
-function chaos(seed: number, encode = false, traceLinesMax?: number): { hash: string; lines: number; replies: number; c: DetCluster } {
+function chaos(
+  seed: number,
+  encode = false,
+  traceLinesMax?: number,
+): { hash: string; lines: number; replies: number; c: DetCluster } {
   const c = cluster({ seed, encode, ...(traceLinesMax !== undefined ? { traceLinesMax } : {}) });
   const ids = c.nodeIds();
   const reqs: number[] = [];
@@ -234,7 +238,11 @@ function chaos(seed: number, encode = false, traceLinesMax?: number): { hash: st
         c.fabric.setDropRate(a, b, r.next() * 0.5);
         break;
       case 2:
-        if (c.fabric.partitions().size === 0) c.fabric.partition([a], ids.filter((x) => x !== a));
+        if (c.fabric.partitions().size === 0)
+          c.fabric.partition(
+            [a],
+            ids.filter((x) => x !== a),
+          );
         else c.fabric.clearFaults();
         break;
       case 3:
@@ -280,8 +288,14 @@ t.test('the chaos run really injects faults and every client request is answered
   const run = chaos(42);
   const s = run.c.fabric.stats();
   t.ok(s.dropped_rate + s.dropped_partition > 0, 'some messages were lost to faults');
-  t.ok(run.c.trace.some((l) => / crash n\d/.test(l)), 'some node crashed');
-  t.ok(run.c.trace.some((l) => / pause n\d/.test(l)), 'some node paused');
+  t.ok(
+    run.c.trace.some((l) => / crash n\d/.test(l)),
+    'some node crashed',
+  );
+  t.ok(
+    run.c.trace.some((l) => / pause n\d/.test(l)),
+    'some node paused',
+  );
   // The counter core answers every request (quorum, or timeout on a tick), unless it crashes first.
   const trace = run.c.trace;
   let asked = 0;
@@ -296,7 +310,10 @@ t.test('the chaos run really injects faults and every client request is answered
   }
   t.ok(asked >= 10, `${asked} client requests were made`);
   t.equal(unexplained, 0, 'every unanswered request went to a node that crashed before answering');
-  t.ok(run.c.events.every((e) => typeof e.at === 'number' && e.node_id !== undefined), 'events carry time and node');
+  t.ok(
+    run.c.events.every((e) => typeof e.at === 'number' && e.node_id !== undefined),
+    'events carry time and node',
+  );
 });
 
 t.test('the trace hash covers lines past the in-memory cap', async (t) => {
@@ -309,7 +326,13 @@ t.test('the trace hash covers lines past the in-memory cap', async (t) => {
   t.equal(hashOnly.hash, full.hash);
   t.equal(capped.hash, full.hash);
   const { createHash } = await import('node:crypto');
-  t.equal(full.hash, createHash('sha256').update(full.c.trace.map((l) => `${l}\n`).join('')).digest('hex'), 'sha256 of the lines, newline-terminated');
+  t.equal(
+    full.hash,
+    createHash('sha256')
+      .update(full.c.trace.map((l) => `${l}\n`).join(''))
+      .digest('hex'),
+    'sha256 of the lines, newline-terminated',
+  );
 });
 
 t.test('msgpack encoding, like the live wire, does not change the run', async (t) => {
@@ -321,10 +344,19 @@ t.test('msgpack encoding, like the live wire, does not change the run', async (t
 });
 
 t.test('virtual time: a write across a 40 ms link is answered exactly one round trip later', async (t) => {
-  const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 1000, ...quietElections } });
+  const c = cluster({
+    nodeIds: ['n1', 'n2', 'n3'],
+    timings: { heartbeatMs: 10_000, requestTimeoutMs: 1000, ...quietElections },
+  });
   const start = c.now;
   t.equal(start, 1_700_000_000_000, 'default virtual epoch');
-  for (const [a, b] of [['n1', 'n2'], ['n2', 'n1'], ['n1', 'n3'], ['n3', 'n1']] as const) c.fabric.setLatency(a, b, 40);
+  for (const [a, b] of [
+    ['n1', 'n2'],
+    ['n2', 'n1'],
+    ['n1', 'n3'],
+    ['n3', 'n1'],
+  ] as const)
+    c.fabric.setLatency(a, b, 40);
   c.fabric.setLatency('n1', 'n3', 70);
   const id = c.client('n1', { op: 'write', key: 'k', value: 'v' });
   t.equal(c.reply(id), undefined, 'no reply before the acks arrive');
@@ -360,7 +392,11 @@ t.test('crash keeps persistentState and restart rebuilds the core from it', asyn
   t.equal(c.state('n2'), 'offline');
   t.throws(() => c.core('n2'), 'a crashed core is gone');
   const refused = c.client('n2', { op: 'write', key: 'x', value: 'y' });
-  t.match(withStatus(c.reply(refused), 'write'), { ok: false, code: 'paused', status: 409 }, 'a down node refuses clients');
+  t.match(
+    withStatus(c.reply(refused), 'write'),
+    { ok: false, code: 'paused', status: 409 },
+    'a down node refuses clients',
+  );
   t.match(withStatus(c.control('n2', { kind: 'clock_skew', ms: 5 }), 'control'), { ok: false, status: 409 });
   const lostBefore = c.lostToCrashed;
   const id = c.client('n1', { op: 'write', key: 'k9', value: 'v9' });
@@ -376,10 +412,17 @@ t.test('crash keeps persistentState and restart rebuilds the core from it', asyn
 });
 
 t.test('a paused node gets no ticks, refuses clients, and receives held messages in order on resume', async (t) => {
-  const c = cluster({ nodeIds: ['n1', 'n2', 'n3'], timings: { heartbeatMs: 10_000, requestTimeoutMs: 5000, ...quietElections } });
+  const c = cluster({
+    nodeIds: ['n1', 'n2', 'n3'],
+    timings: { heartbeatMs: 10_000, requestTimeoutMs: 5000, ...quietElections },
+  });
   c.pause('n3');
   t.equal(c.state('n3'), 'paused');
-  t.match(withStatus(c.reply(c.client('n3', { op: 'write', key: 'a', value: 'b' })), 'write'), { ok: false, code: 'paused', status: 409 });
+  t.match(withStatus(c.reply(c.client('n3', { op: 'write', key: 'a', value: 'b' })), 'write'), {
+    ok: false,
+    code: 'paused',
+    status: 409,
+  });
   for (let i = 0; i < 3; i++) c.client('n1', { op: 'write', key: 'k', value: `v${i}` });
   c.runFor(100);
   t.equal(counter(c, 'n3').counter, 0, 'nothing delivered while paused');
@@ -400,7 +443,10 @@ t.test('addNode and removeNode update the membership every running core sees', a
   t.same(counter(c, 'n3').peersSeen, ['n1', 'n3', 'n4']);
   t.notOk(c.fabric.hasNode('n2'));
   t.equal(c.state('n2'), undefined);
-  t.match(withStatus(c.reply(c.client('n2', { op: 'write', key: 'a', value: 'b' })), 'write'), { ok: false, status: 404 });
+  t.match(withStatus(c.reply(c.client('n2', { op: 'write', key: 'a', value: 'b' })), 'write'), {
+    ok: false,
+    status: 404,
+  });
   const id = c.client('n4', { op: 'write', key: 'a', value: 'b' });
   t.equal(c.runUntilReply(id, 1000)?.ok, true, 'the new member replicates');
   c.runFor(500);
@@ -409,7 +455,10 @@ t.test('addNode and removeNode update the membership every running core sees', a
 
 t.test('summarize renders messages compactly and deterministically', async (t) => {
   const cases: Array<{ msg: unknown; want: string }> = [
-    { msg: { type: 'append', term: 3, entries: [1, 2, 3], meta: { a: 1 }, gone: undefined }, want: 'type=append term=3 entries=[3] meta={..}' },
+    {
+      msg: { type: 'append', term: 3, entries: [1, 2, 3], meta: { a: 1 }, gone: undefined },
+      want: 'type=append term=3 entries=[3] meta={..}',
+    },
     { msg: { v: 'x'.repeat(30) }, want: `v=${'x'.repeat(24)}…` },
     { msg: 7, want: '7' },
     { msg: null, want: 'null' },
@@ -449,19 +498,32 @@ const counterFold = {
   isCheckpoint: (): boolean => true,
 };
 
-t.test('with a durable fold, a crash keeps the fold of the drained records and a restart is built from it', async (t) => {
-  const c = cluster({ factory: (o) => new DurableCounterCore(o), durableFold: counterFold });
-  for (let i = 0; i < 3; i++) t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: `k${i}`, value: `v${i}` }), 1000)?.ok);
-  t.same(c.durableState('n1'), counter(c, 'n1').persistentState(), 'storage holds what the core would persist');
-  c.crash('n1');
-  c.restart('n1');
-  t.same(counter(c, 'n1').restoredFrom, { counter: 3, store: { k0: 'v0', k1: 'v1', k2: 'v2' } }, 'restarted from the fold');
-  const none = cluster({ factory: (o) => new DurableCounterCore(o) });
-  t.equal(none.durableState('n1'), undefined, 'without a fold, nothing is kept but persistentState() at the crash');
-});
+t.test(
+  'with a durable fold, a crash keeps the fold of the drained records and a restart is built from it',
+  async (t) => {
+    const c = cluster({ factory: (o) => new DurableCounterCore(o), durableFold: counterFold });
+    for (let i = 0; i < 3; i++)
+      t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: `k${i}`, value: `v${i}` }), 1000)?.ok);
+    t.same(c.durableState('n1'), counter(c, 'n1').persistentState(), 'storage holds what the core would persist');
+    c.crash('n1');
+    c.restart('n1');
+    t.same(
+      counter(c, 'n1').restoredFrom,
+      { counter: 3, store: { k0: 'v0', k1: 'v1', k2: 'v2' } },
+      'restarted from the fold',
+    );
+    const none = cluster({ factory: (o) => new DurableCounterCore(o) });
+    t.equal(none.durableState('n1'), undefined, 'without a fold, nothing is kept but persistentState() at the crash');
+  },
+);
 
 t.test('a crash whose fold misses a durable record is refused (a core bug, not a fault)', async (t) => {
   const c = cluster({ factory: (o) => new DurableCounterCore(o, 1), durableFold: counterFold });
-  for (let i = 0; i < 3; i++) t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: `k${i}`, value: `v${i}` }), 1000)?.ok);
-  t.throws(() => c.crash('n1'), /fold of its durable records differs/, 'the changes after the first record are missing');
+  for (let i = 0; i < 3; i++)
+    t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: `k${i}`, value: `v${i}` }), 1000)?.ok);
+  t.throws(
+    () => c.crash('n1'),
+    /fold of its durable records differs/,
+    'the changes after the first record are missing',
+  );
 });

@@ -5,7 +5,11 @@ import { SeededRng } from '../../src/util/rng.js';
 type Msg = { seq: number; from: string; earliest?: number };
 
 function fabricOf(ids: string[], opts: { seed?: number; linkQueueMax?: number; inboxMax?: number } = {}): Fabric<Msg> {
-  const f = new Fabric<Msg>({ rng: new SeededRng(opts.seed ?? 1), linkQueueMax: opts.linkQueueMax, inboxMax: opts.inboxMax });
+  const f = new Fabric<Msg>({
+    rng: new SeededRng(opts.seed ?? 1),
+    linkQueueMax: opts.linkQueueMax,
+    inboxMax: opts.inboxMax,
+  });
   for (const id of ids) f.addNode(id);
   return f;
 }
@@ -68,8 +72,14 @@ t.test('latency is honoured: nothing is delivered before its time, and it arrive
   }
   // A delivery attempt just before the due time hands over nothing.
   f.submit('b', 'a', { seq: 99, from: 'b' }, 1000);
-  t.equal(f.deliverDue(1099.9, () => t.fail('must not deliver early')), 0);
-  t.equal(f.deliverDue(1100, () => undefined), 1);
+  t.equal(
+    f.deliverDue(1099.9, () => t.fail('must not deliver early')),
+    0,
+  );
+  t.equal(
+    f.deliverDue(1100, () => undefined),
+    1,
+  );
 });
 
 t.test('per-link FIFO holds under random latency changes, for every link', async (t) => {
@@ -122,9 +132,16 @@ t.test('a message sent after a latency drop waits behind the slower message ahea
   f.submit('a', 'b', { seq: 0, from: 'a' }, 0);
   f.setLatency('a', 'b', 0);
   f.submit('a', 'b', { seq: 1, from: 'a' }, 10);
-  t.equal(f.deliverDue(50, () => undefined), 0, 'the faster message does not overtake');
+  t.equal(
+    f.deliverDue(50, () => undefined),
+    0,
+    'the faster message does not overtake',
+  );
   const calls = collect(f, 100);
-  t.same(calls.map((c) => c.batch.map((d) => d.payload.seq)), [[0, 1]]);
+  t.same(
+    calls.map((c) => c.batch.map((d) => d.payload.seq)),
+    [[0, 1]],
+  );
 });
 
 t.test('deliverDue makes one sink call per destination, in slot order, with each link in FIFO order', async (t) => {
@@ -135,7 +152,11 @@ t.test('deliverDue makes one sink call per destination, in slot order, with each
   f.submit('a', 'b', { seq: 1, from: 'a' }, 0);
   f.submit('c', 'b', { seq: 1, from: 'c' }, 0);
   const calls = collect(f, 0);
-  t.same(calls.map((c) => c.to), ['a', 'b'], 'destinations in the order nodes were added');
+  t.same(
+    calls.map((c) => c.to),
+    ['a', 'b'],
+    'destinations in the order nodes were added',
+  );
   const toB = calls[1]!.batch.map((d) => `${d.from}${d.payload.seq}`);
   t.same(toB, ['a0', 'a1', 'c0', 'c1'], 'links in slot order, each in FIFO order');
   t.equal(f.stats().delivered, 5);
@@ -204,7 +225,10 @@ t.test('partitions block both ways, drop in-flight messages on arrival, and heal
   t.equal(f.heal('nope'), false);
   t.equal(f.isBlocked('n1', 'n2'), false);
   t.equal(f.submit('n2', 'n1', { seq: 2, from: 'n2' }, 100), 'queued', 'traffic flows after healing');
-  t.equal(f.deliverDue(100, () => undefined), 1);
+  t.equal(
+    f.deliverDue(100, () => undefined),
+    1,
+  );
 });
 
 t.test('a link created after a partition is blocked from the start; clearFaults removes every override', async (t) => {
@@ -219,7 +243,10 @@ t.test('a link created after a partition is blocked from the start; clearFaults 
   t.equal(f.dropRate('c', 'b'), 0);
   t.equal(f.submit('b', 'a', { seq: 1, from: 'b' }, 0), 'queued');
   t.equal(f.submit('c', 'b', { seq: 1, from: 'c' }, 0), 'queued');
-  t.equal(f.deliverDue(0, () => undefined), 2);
+  t.equal(
+    f.deliverDue(0, () => undefined),
+    2,
+  );
 });
 
 t.test('a full link queue drops past linkQueueMax and counts it as back-pressure', async (t) => {
@@ -233,24 +260,35 @@ t.test('a full link queue drops past linkQueueMax and counts it as back-pressure
   t.equal(f.submit('a', 'b', { seq: 6, from: 'a' }, 10), 'queued', 'room again once delivered');
 });
 
-t.test('a paused node holds at most inboxMax messages, counts the overflow, and gets them in order on resume', async (t) => {
-  const f = fabricOf(['a', 'b', 'c'], { inboxMax: 5 });
-  f.setDeliverable('b', false);
-  t.notOk(f.isDeliverable('b'));
-  for (let i = 0; i < 4; i++) f.submit('a', 'b', { seq: i, from: 'a' }, i);
-  for (let i = 0; i < 4; i++) f.submit('c', 'b', { seq: i, from: 'c' }, i);
-  f.submit('a', 'c', { seq: 0, from: 'a' }, 0);
-  const calls = collect(f, 10);
-  t.same(calls.map((c) => c.to), ['c'], 'only the running node gets messages');
-  t.match(f.stats(), { queued_in_inboxes: 5, dropped_full: 3, in_flight: 0 });
-  t.equal(f.nextDueAt(), Infinity, 'nothing deliverable while paused');
-  f.setDeliverable('b', true);
-  t.equal(f.nextDueAt(), 0, 'held messages are due since the first became due');
-  const resumed = collect(f, 20);
-  t.equal(resumed.length, 1);
-  t.same(resumed[0]!.batch.map((d) => `${d.from}${d.payload.seq}`), ['a0', 'a1', 'a2', 'a3', 'c0'], 'held in arrival order');
-  t.match(f.stats(), { queued_in_inboxes: 0, delivered: 6 });
-});
+t.test(
+  'a paused node holds at most inboxMax messages, counts the overflow, and gets them in order on resume',
+  async (t) => {
+    const f = fabricOf(['a', 'b', 'c'], { inboxMax: 5 });
+    f.setDeliverable('b', false);
+    t.notOk(f.isDeliverable('b'));
+    for (let i = 0; i < 4; i++) f.submit('a', 'b', { seq: i, from: 'a' }, i);
+    for (let i = 0; i < 4; i++) f.submit('c', 'b', { seq: i, from: 'c' }, i);
+    f.submit('a', 'c', { seq: 0, from: 'a' }, 0);
+    const calls = collect(f, 10);
+    t.same(
+      calls.map((c) => c.to),
+      ['c'],
+      'only the running node gets messages',
+    );
+    t.match(f.stats(), { queued_in_inboxes: 5, dropped_full: 3, in_flight: 0 });
+    t.equal(f.nextDueAt(), Infinity, 'nothing deliverable while paused');
+    f.setDeliverable('b', true);
+    t.equal(f.nextDueAt(), 0, 'held messages are due since the first became due');
+    const resumed = collect(f, 20);
+    t.equal(resumed.length, 1);
+    t.same(
+      resumed[0]!.batch.map((d) => `${d.from}${d.payload.seq}`),
+      ['a0', 'a1', 'a2', 'a3', 'c0'],
+      'held in arrival order',
+    );
+    t.match(f.stats(), { queued_in_inboxes: 0, delivered: 6 });
+  },
+);
 
 t.test('removing a node discards its queues and links and takes it out of partitions', async (t) => {
   const f = fabricOf(['a', 'b', 'c']);
@@ -266,12 +304,18 @@ t.test('removing a node discards its queues and links and takes it out of partit
   t.same([...f.partitions().values()], [{ groupA: [], groupB: ['a', 'c'] }]);
   t.match(f.stats(), { discarded_on_remove: 2, in_flight: 1 });
   t.equal(f.nextDueAt(), 5);
-  t.same(drainAll(f).map((g) => `${g.d.from}->${g.to}`), ['a->c']);
+  t.same(
+    drainAll(f).map((g) => `${g.d.from}->${g.to}`),
+    ['a->c'],
+  );
   f.addNode('b');
   t.same(f.nodes(), ['a', 'b', 'c'], 'a re-added node takes the free slot');
   t.equal(f.latency('a', 'b'), 0, 'link settings went with the node');
   t.equal(f.submit('a', 'b', { seq: 1, from: 'a' }, 20), 'queued');
-  t.equal(f.deliverDue(20, () => undefined), 1);
+  t.equal(
+    f.deliverDue(20, () => undefined),
+    1,
+  );
 });
 
 t.test('a sink may submit while being called; zero-latency replies are due at the same time', async (t) => {
@@ -291,49 +335,66 @@ t.test('a sink may submit while being called; zero-latency replies are due at th
   t.equal(f.nextDueAt(), Infinity);
 });
 
-t.test('counters balance under random operations: every submitted message is delivered, dropped, queued or discarded', async (t) => {
-  for (const seed of [1, 2, 3]) {
-    const rng = new SeededRng(seed);
-    const ids = ['a', 'b', 'c', 'd'];
-    const f = fabricOf(ids, { seed, linkQueueMax: 8, inboxMax: 4 });
-    let now = 0;
-    let handed = 0;
-    let imbalanced = 0;
-    for (let step = 0; step < 3000; step++) {
-      const a = ids[rng.int(ids.length)]!;
-      const b = ids[rng.int(ids.length)]!;
-      switch (rng.int(12)) {
-        case 0:
-          f.setLatency(a, b, rng.int(30));
-          break;
-        case 1:
-          f.setDropRate(a, b, rng.next());
-          break;
-        case 2:
-          if (f.partitions().size > 1) f.clearFaults();
-          else f.partition([a], ids.filter((x) => x !== a));
-          break;
-        case 3:
-          f.setDeliverable(a, !f.isDeliverable(a));
-          break;
-        case 4:
-          if (rng.chance(0.2)) f.removeNode(a);
-          else f.addNode(a);
-          break;
-        case 5:
-          now += rng.int(10);
-          handed += f.deliverDue(now, () => undefined);
-          break;
-        default:
-          f.submit(a, b, { seq: step, from: a }, now);
+t.test(
+  'counters balance under random operations: every submitted message is delivered, dropped, queued or discarded',
+  async (t) => {
+    for (const seed of [1, 2, 3]) {
+      const rng = new SeededRng(seed);
+      const ids = ['a', 'b', 'c', 'd'];
+      const f = fabricOf(ids, { seed, linkQueueMax: 8, inboxMax: 4 });
+      let now = 0;
+      let handed = 0;
+      let imbalanced = 0;
+      for (let step = 0; step < 3000; step++) {
+        const a = ids[rng.int(ids.length)]!;
+        const b = ids[rng.int(ids.length)]!;
+        switch (rng.int(12)) {
+          case 0:
+            f.setLatency(a, b, rng.int(30));
+            break;
+          case 1:
+            f.setDropRate(a, b, rng.next());
+            break;
+          case 2:
+            if (f.partitions().size > 1) f.clearFaults();
+            else
+              f.partition(
+                [a],
+                ids.filter((x) => x !== a),
+              );
+            break;
+          case 3:
+            f.setDeliverable(a, !f.isDeliverable(a));
+            break;
+          case 4:
+            if (rng.chance(0.2)) f.removeNode(a);
+            else f.addNode(a);
+            break;
+          case 5:
+            now += rng.int(10);
+            handed += f.deliverDue(now, () => undefined);
+            break;
+          default:
+            f.submit(a, b, { seq: step, from: a }, now);
+        }
+        const s = f.stats();
+        const accounted =
+          s.delivered +
+          s.dropped_full +
+          s.dropped_rate +
+          s.dropped_partition +
+          s.dropped_unknown_node +
+          s.discarded_on_remove +
+          s.in_flight +
+          s.queued_in_inboxes;
+        if (accounted !== s.submitted) imbalanced++;
       }
-      const s = f.stats();
-      const accounted = s.delivered + s.dropped_full + s.dropped_rate + s.dropped_partition + s.dropped_unknown_node
-        + s.discarded_on_remove + s.in_flight + s.queued_in_inboxes;
-      if (accounted !== s.submitted) imbalanced++;
+      t.equal(imbalanced, 0, `seed ${seed}: submitted = delivered + drops + queued after every operation`);
+      t.equal(f.stats().delivered, handed, `seed ${seed}: delivered counts what sinks received`);
+      t.ok(
+        f.stats().dropped_full > 0 && f.stats().dropped_partition > 0 && f.stats().dropped_rate > 0,
+        `seed ${seed}: every drop cause occurred`,
+      );
     }
-    t.equal(imbalanced, 0, `seed ${seed}: submitted = delivered + drops + queued after every operation`);
-    t.equal(f.stats().delivered, handed, `seed ${seed}: delivered counts what sinks received`);
-    t.ok(f.stats().dropped_full > 0 && f.stats().dropped_partition > 0 && f.stats().dropped_rate > 0, `seed ${seed}: every drop cause occurred`);
-  }
-});
+  },
+);

@@ -65,9 +65,24 @@ t.test('login returns both spellings of the token pair; wrong credentials are re
   t.equal(b['refreshToken'], b['refresh_token']);
   t.match(b['accessToken'], /^[\w-]+\.[\w-]+\.[\w-]+$/, 'a JWT');
   const cases = [
-    { name: 'wrong password', body: { email: adminEmail, password: 'nope' }, status: 401, error: 'invalid credentials' },
-    { name: 'unknown email', body: { email: 'who@example.com', password: adminPassword }, status: 401, error: 'invalid credentials' },
-    { name: 'email in another case works', body: { email: 'ADMIN@example.com', password: adminPassword }, status: 200, error: '' },
+    {
+      name: 'wrong password',
+      body: { email: adminEmail, password: 'nope' },
+      status: 401,
+      error: 'invalid credentials',
+    },
+    {
+      name: 'unknown email',
+      body: { email: 'who@example.com', password: adminPassword },
+      status: 401,
+      error: 'invalid credentials',
+    },
+    {
+      name: 'email in another case works',
+      body: { email: 'ADMIN@example.com', password: adminPassword },
+      status: 200,
+      error: '',
+    },
     { name: 'missing password', body: { email: adminEmail }, status: 400, error: 'password' },
     { name: 'password of the wrong type', body: { email: adminEmail, password: 5 }, status: 400, error: 'password' },
   ];
@@ -82,12 +97,17 @@ t.test('login returns both spellings of the token pair; wrong credentials are re
 
 t.test('refresh rotates the pair and each refresh token works once', async (t) => {
   const h = await startHarness(t);
-  const login = (await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } })).body as Record<string, string>;
+  const login = (await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } }))
+    .body as Record<string, string>;
   const r1 = await h.call('POST', '/auth/refresh', { body: { refreshToken: login['refreshToken'] } });
   t.equal(r1.status, 200);
   const pair = r1.body as Record<string, string>;
   t.not(pair['refreshToken'], login['refreshToken'], 'a new refresh token');
-  t.equal((await h.call('GET', '/api/v1/projects', { token: pair['accessToken'] as string })).status, 200, 'the new access token works');
+  t.equal(
+    (await h.call('GET', '/api/v1/projects', { token: pair['accessToken'] as string })).status,
+    200,
+    'the new access token works',
+  );
   const again = await h.call('POST', '/auth/refresh', { body: { refreshToken: login['refreshToken'] } });
   t.equal(again.status, 401, 'the old refresh token is spent');
   t.equal(err(again), 'invalid token');
@@ -101,7 +121,12 @@ t.test('every /api/v1 route refuses a missing, malformed, forged or expired toke
   const h = await startHarness(t);
   const now = Math.floor(Date.now() / 1000);
   const expired = await signed(jwtSecret, { email: adminEmail, role: 'admin' }, now - 7200, now - 3600);
-  const forged = await signed('another-secret-another-secret-another-secret', { email: adminEmail, role: 'admin' }, now, now + 3600);
+  const forged = await signed(
+    'another-secret-another-secret-another-secret',
+    { email: adminEmail, role: 'admin' },
+    now,
+    now + 3600,
+  );
   const noRole = await signed(jwtSecret, { email: adminEmail }, now, now + 3600);
   const routes: Array<[string, string]> = [
     ['GET', '/api/v1/projects'],
@@ -148,15 +173,25 @@ t.test('every /api/v1 route refuses a missing, malformed, forged or expired toke
 t.test('login is rate limited per client address with Retry-After, and the window slides', async (t) => {
   let now = Date.parse('2024-05-01T00:00:00Z');
   const h = await startHarness(t, { FLAGS_LOGIN_ATTEMPTS_PER_MINUTE: '3' }, { now: () => now });
-  for (let i = 0; i < 3; i++) t.equal((await h.call('POST', '/auth/login', { body: { email: adminEmail, password: 'wrong' } })).status, 401);
+  for (let i = 0; i < 3; i++)
+    t.equal((await h.call('POST', '/auth/login', { body: { email: adminEmail, password: 'wrong' } })).status, 401);
   const limited = await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } });
   t.equal(limited.status, 429, 'even the right password waits');
   t.equal(limited.headers.get('retry-after'), '60');
   t.match(err(limited), /too many login attempts/);
   now += 30_000;
-  t.equal((await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } })).headers.get('retry-after'), '30');
+  t.equal(
+    (await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } })).headers.get(
+      'retry-after',
+    ),
+    '30',
+  );
   now += 31_000;
-  t.equal((await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } })).status, 200, 'allowed once the window passed');
+  t.equal(
+    (await h.call('POST', '/auth/login', { body: { email: adminEmail, password: adminPassword } })).status,
+    200,
+    'allowed once the window passed',
+  );
   const m = String((await h.call('GET', '/metrics')).body);
   t.match(m, /flags_logins_total\{outcome="rate_limited"\} 2/);
 });
@@ -172,20 +207,62 @@ t.test('roles: viewer reads, editor writes, admin deletes and manages users', as
     { who: 'viewer', token: viewer, method: 'GET', path: `${E}/flags/a`, status: 200 },
     { who: 'viewer', token: viewer, method: 'PUT', path: `${E}/flags/a`, body: boolFlag('a'), status: 403 },
     { who: 'editor', token: editor, method: 'PUT', path: `${E}/flags/a`, body: boolFlag('a'), status: 200 },
-    { who: 'viewer', token: viewer, method: 'POST', path: `${E}/evaluate`, body: { context: { key: 'k' } }, status: 200 },
+    {
+      who: 'viewer',
+      token: viewer,
+      method: 'POST',
+      path: `${E}/evaluate`,
+      body: { context: { key: 'k' } },
+      status: 200,
+    },
     { who: 'editor', token: editor, method: 'DELETE', path: `${E}/flags/a`, status: 403 },
     { who: 'viewer', token: viewer, method: 'DELETE', path: `${E}/flags/a`, status: 403 },
     { who: 'admin', token: admin, method: 'DELETE', path: `${E}/flags/a`, status: 204 },
     { who: 'editor', token: editor, method: 'POST', path: `${P}/segments`, body: { key: 's' }, status: 201 },
     { who: 'editor', token: editor, method: 'DELETE', path: `${P}/segments/s`, status: 403 },
-    { who: 'editor', token: editor, method: 'POST', path: '/api/v1/users', body: { email: 'x@example.com', password: 'long-enough', role: 'admin' }, status: 403 },
+    {
+      who: 'editor',
+      token: editor,
+      method: 'POST',
+      path: '/api/v1/users',
+      body: { email: 'x@example.com', password: 'long-enough', role: 'admin' },
+      status: 403,
+    },
     { who: 'editor', token: editor, method: 'GET', path: '/api/v1/users', status: 403 },
     { who: 'viewer', token: viewer, method: 'GET', path: '/api/v1/me', status: 200 },
     { who: 'admin', token: admin, method: 'GET', path: '/api/v1/users', status: 200 },
-    { who: 'admin', token: admin, method: 'POST', path: '/api/v1/users', body: { email: 'vic@example.com', password: 'long-enough', role: 'viewer' }, status: 409 },
-    { who: 'admin', token: admin, method: 'POST', path: '/api/v1/users', body: { email: 'z@example.com', password: 'long-enough', role: 'root' }, status: 400 },
-    { who: 'admin', token: admin, method: 'POST', path: '/api/v1/users', body: { email: 'z@example.com', password: 'short', role: 'viewer' }, status: 400 },
-    { who: 'admin', token: admin, method: 'POST', path: '/api/v1/users', body: { email: 'not-an-email', password: 'long-enough', role: 'viewer' }, status: 400 },
+    {
+      who: 'admin',
+      token: admin,
+      method: 'POST',
+      path: '/api/v1/users',
+      body: { email: 'vic@example.com', password: 'long-enough', role: 'viewer' },
+      status: 409,
+    },
+    {
+      who: 'admin',
+      token: admin,
+      method: 'POST',
+      path: '/api/v1/users',
+      body: { email: 'z@example.com', password: 'long-enough', role: 'root' },
+      status: 400,
+    },
+    {
+      who: 'admin',
+      token: admin,
+      method: 'POST',
+      path: '/api/v1/users',
+      body: { email: 'z@example.com', password: 'short', role: 'viewer' },
+      status: 400,
+    },
+    {
+      who: 'admin',
+      token: admin,
+      method: 'POST',
+      path: '/api/v1/users',
+      body: { email: 'not-an-email', password: 'long-enough', role: 'viewer' },
+      status: 400,
+    },
   ];
   for (const c of cases) {
     const r = await h.call(c.method, c.path, { token: c.token, body: c.body });
@@ -196,7 +273,10 @@ t.test('roles: viewer reads, editor writes, admin deletes and manages users', as
   t.same([me['email'], me['role']], ['vic@example.com', 'viewer']);
   const users = (await h.call('GET', '/api/v1/users', { token: admin })).body as Array<Record<string, unknown>>;
   t.same(users.map((u) => u['email']).sort(), ['admin@example.com', 'eda@example.com', 'vic@example.com']);
-  t.ok(users.every((u) => !('passwordHash' in u) && !('password' in u)), 'no password material is shown');
+  t.ok(
+    users.every((u) => !('passwordHash' in u) && !('password' in u)),
+    'no password material is shown',
+  );
 });
 
 t.test('flag lifecycle: create, read, list, full-replacement PUT with If-Match, delete', async (t) => {
@@ -204,7 +284,9 @@ t.test('flag lifecycle: create, read, list, full-replacement PUT with If-Match, 
   const tok = await h.login();
   const created = await h.call('POST', `${E}/flags`, {
     token: tok,
-    body: boolFlag('checkout', { rules: [{ id: 'r1', clauses: [{ attribute: 'country', op: 'in', values: ['NL'] }], variation: 'on' }] }),
+    body: boolFlag('checkout', {
+      rules: [{ id: 'r1', clauses: [{ attribute: 'country', op: 'in', values: ['NL'] }], variation: 'on' }],
+    }),
   });
   t.equal(created.status, 201);
   const f1 = created.body as Record<string, unknown>;
@@ -216,7 +298,11 @@ t.test('flag lifecycle: create, read, list, full-replacement PUT with If-Match, 
   t.equal(got.status, 200);
   t.same(got.body, f1);
   t.same(((await h.call('GET', `${E}/flags`, { token: tok })).body as unknown[]).length, 1);
-  t.same((await h.call('GET', '/api/v1/projects/web/environments/staging/flags', { token: tok })).body, [], 'another environment is empty');
+  t.same(
+    (await h.call('GET', '/api/v1/projects/web/environments/staging/flags', { token: tok })).body,
+    [],
+    'another environment is empty',
+  );
 
   await new Promise((r) => setTimeout(r, 5));
   // PUT without key, without rules: the rules are reset (full replacement), not kept.
@@ -233,7 +319,11 @@ t.test('flag lifecycle: create, read, list, full-replacement PUT with If-Match, 
   const stale = await h.call('PUT', `${E}/flags/checkout`, { token: tok, body: rest, headers: { 'if-match': '"1"' } });
   t.equal(stale.status, 412, 'a stale If-Match is refused');
   t.match(err(stale), /version 2/);
-  const badIfMatch = await h.call('PUT', `${E}/flags/checkout`, { token: tok, body: rest, headers: { 'if-match': 'yesterday' } });
+  const badIfMatch = await h.call('PUT', `${E}/flags/checkout`, {
+    token: tok,
+    body: rest,
+    headers: { 'if-match': 'yesterday' },
+  });
   t.equal(badIfMatch.status, 400);
   t.match(err(badIfMatch), /^If-Match/);
   const roundTrip = await h.call('PUT', `${E}/flags/checkout`, { token: tok, body: f2 });
@@ -245,7 +335,12 @@ t.test('flag lifecycle: create, read, list, full-replacement PUT with If-Match, 
     { name: 'GET unknown flag', method: 'GET', path: `${E}/flags/ghost`, status: 404 },
     { name: 'PUT unknown flag', method: 'PUT', path: `${E}/flags/ghost`, body: boolFlag('ghost'), status: 404 },
     { name: 'DELETE unknown flag', method: 'DELETE', path: `${E}/flags/ghost`, status: 404 },
-    { name: 'GET in an unknown project', method: 'GET', path: '/api/v1/projects/nope/environments/prod/flags/checkout', status: 404 },
+    {
+      name: 'GET in an unknown project',
+      method: 'GET',
+      path: '/api/v1/projects/nope/environments/prod/flags/checkout',
+      status: 404,
+    },
     { name: 'DELETE the flag', method: 'DELETE', path: `${E}/flags/checkout`, status: 204 },
     { name: 'GET after delete', method: 'GET', path: `${E}/flags/checkout`, status: 404 },
     { name: 'DELETE after delete', method: 'DELETE', path: `${E}/flags/checkout`, status: 404 },
@@ -265,25 +360,124 @@ t.test('every validation rule is a 400 that names the field', async (t) => {
   const tok = await h.login();
   await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('base') });
   const flagCases: Array<{ name: string; body: unknown; field: RegExp }> = [
-    { name: 'missing key', body: { type: 'boolean', variations: [{ key: 'on', value: true }], defaultVariation: 'on' }, field: /^key/ },
-    { name: 'missing type', body: { key: 'x', variations: [{ key: 'on', value: true }], defaultVariation: 'on' }, field: /^type/ },
+    {
+      name: 'missing key',
+      body: { type: 'boolean', variations: [{ key: 'on', value: true }], defaultVariation: 'on' },
+      field: /^key/,
+    },
+    {
+      name: 'missing type',
+      body: { key: 'x', variations: [{ key: 'on', value: true }], defaultVariation: 'on' },
+      field: /^type/,
+    },
     { name: 'missing variations', body: { key: 'x', type: 'boolean', defaultVariation: 'on' }, field: /^variations/ },
-    { name: 'missing defaultVariation', body: { key: 'x', type: 'boolean', variations: [{ key: 'on', value: true }] }, field: /^defaultVariation/ },
+    {
+      name: 'missing defaultVariation',
+      body: { key: 'x', type: 'boolean', variations: [{ key: 'on', value: true }] },
+      field: /^defaultVariation/,
+    },
     { name: 'unknown type', body: boolFlag('x', { type: 'float' }), field: /^type/ },
     { name: 'key not URL-safe', body: boolFlag('has space'), field: /^key/ },
-    { name: 'variation value of the wrong type', body: boolFlag('x', { variations: [{ key: 'on', value: 'yes' }, { key: 'off', value: false }] }), field: /^variations\[0\]\.value/ },
-    { name: 'integer flag with a fraction', body: { key: 'x', type: 'integer', variations: [{ key: 'a', value: 1.5 }], defaultVariation: 'a' }, field: /^variations\[0\]\.value/ },
-    { name: 'duplicate variation keys', body: boolFlag('x', { variations: [{ key: 'on', value: true }, { key: 'on', value: false }], defaultVariation: 'on' }), field: /^variations\[1\]\.key/ },
-    { name: 'unknown defaultVariation', body: boolFlag('x', { defaultVariation: 'maybe' }), field: /^defaultVariation/ },
-    { name: 'target naming a missing variation', body: boolFlag('x', { targets: [{ contextKeys: ['u1'], variation: 'maybe' }] }), field: /^targets\[0\]\.variation/ },
-    { name: 'rollout not summing to 100000', body: boolFlag('x', { rollout: [{ variation: 'on', weight: 50000 }, { variation: 'off', weight: 49999 }] }), field: /^rollout/ },
-    { name: 'negative rollout weight', body: boolFlag('x', { rollout: [{ variation: 'on', weight: 100001 }, { variation: 'off', weight: -1 }] }), field: /^rollout/ },
-    { name: 'fractional rollout weight', body: boolFlag('x', { rollout: [{ variation: 'on', weight: 50000.5 }, { variation: 'off', weight: 49999.5 }] }), field: /^rollout/ },
-    { name: 'duplicate rule ids', body: boolFlag('x', { rules: [{ id: 'r', clauses: [], variation: 'on' }, { id: 'r', clauses: [], variation: 'off' }] }), field: /^rules\[1\]\.id/ },
-    { name: 'unknown operator', body: boolFlag('x', { rules: [{ id: 'r', clauses: [{ attribute: 'a', op: 'approximately', values: ['1'] }], variation: 'on' }] }), field: /^rules\[0\]\.clauses\[0\]\.op/ },
-    { name: 'clause values not strings', body: boolFlag('x', { rules: [{ id: 'r', clauses: [{ attribute: 'a', op: 'gt', values: [5] }], variation: 'on' }] }), field: /^rules\[0\]\.clauses\[0\]\.values\[0\]/ },
-    { name: 'own prerequisite', body: boolFlag('x', { prerequisites: [{ flagKey: 'x', variation: 'on' }] }), field: /^prerequisites\[0\]\.flagKey/ },
-    { name: 'prerequisite variation missing on the other flag', body: boolFlag('x', { prerequisites: [{ flagKey: 'base', variation: 'maybe' }] }), field: /^prerequisites\[0\]\.variation/ },
+    {
+      name: 'variation value of the wrong type',
+      body: boolFlag('x', {
+        variations: [
+          { key: 'on', value: 'yes' },
+          { key: 'off', value: false },
+        ],
+      }),
+      field: /^variations\[0\]\.value/,
+    },
+    {
+      name: 'integer flag with a fraction',
+      body: { key: 'x', type: 'integer', variations: [{ key: 'a', value: 1.5 }], defaultVariation: 'a' },
+      field: /^variations\[0\]\.value/,
+    },
+    {
+      name: 'duplicate variation keys',
+      body: boolFlag('x', {
+        variations: [
+          { key: 'on', value: true },
+          { key: 'on', value: false },
+        ],
+        defaultVariation: 'on',
+      }),
+      field: /^variations\[1\]\.key/,
+    },
+    {
+      name: 'unknown defaultVariation',
+      body: boolFlag('x', { defaultVariation: 'maybe' }),
+      field: /^defaultVariation/,
+    },
+    {
+      name: 'target naming a missing variation',
+      body: boolFlag('x', { targets: [{ contextKeys: ['u1'], variation: 'maybe' }] }),
+      field: /^targets\[0\]\.variation/,
+    },
+    {
+      name: 'rollout not summing to 100000',
+      body: boolFlag('x', {
+        rollout: [
+          { variation: 'on', weight: 50000 },
+          { variation: 'off', weight: 49999 },
+        ],
+      }),
+      field: /^rollout/,
+    },
+    {
+      name: 'negative rollout weight',
+      body: boolFlag('x', {
+        rollout: [
+          { variation: 'on', weight: 100001 },
+          { variation: 'off', weight: -1 },
+        ],
+      }),
+      field: /^rollout/,
+    },
+    {
+      name: 'fractional rollout weight',
+      body: boolFlag('x', {
+        rollout: [
+          { variation: 'on', weight: 50000.5 },
+          { variation: 'off', weight: 49999.5 },
+        ],
+      }),
+      field: /^rollout/,
+    },
+    {
+      name: 'duplicate rule ids',
+      body: boolFlag('x', {
+        rules: [
+          { id: 'r', clauses: [], variation: 'on' },
+          { id: 'r', clauses: [], variation: 'off' },
+        ],
+      }),
+      field: /^rules\[1\]\.id/,
+    },
+    {
+      name: 'unknown operator',
+      body: boolFlag('x', {
+        rules: [{ id: 'r', clauses: [{ attribute: 'a', op: 'approximately', values: ['1'] }], variation: 'on' }],
+      }),
+      field: /^rules\[0\]\.clauses\[0\]\.op/,
+    },
+    {
+      name: 'clause values not strings',
+      body: boolFlag('x', {
+        rules: [{ id: 'r', clauses: [{ attribute: 'a', op: 'gt', values: [5] }], variation: 'on' }],
+      }),
+      field: /^rules\[0\]\.clauses\[0\]\.values\[0\]/,
+    },
+    {
+      name: 'own prerequisite',
+      body: boolFlag('x', { prerequisites: [{ flagKey: 'x', variation: 'on' }] }),
+      field: /^prerequisites\[0\]\.flagKey/,
+    },
+    {
+      name: 'prerequisite variation missing on the other flag',
+      body: boolFlag('x', { prerequisites: [{ flagKey: 'base', variation: 'maybe' }] }),
+      field: /^prerequisites\[0\]\.variation/,
+    },
     { name: 'unknown field', body: boolFlag('x', { colour: 'red' }), field: /^colour/ },
   ];
   for (const c of flagCases) {
@@ -293,8 +487,19 @@ t.test('every validation rule is a 400 that names the field', async (t) => {
   }
   // A prerequisite cycle is refused at write time: b needs a, then a may not need b.
   t.equal((await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('a') })).status, 201);
-  t.equal((await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('b', { prerequisites: [{ flagKey: 'a', variation: 'on' }] }) })).status, 201);
-  const cycle = await h.call('PUT', `${E}/flags/a`, { token: tok, body: boolFlag('a', { prerequisites: [{ flagKey: 'b', variation: 'on' }] }) });
+  t.equal(
+    (
+      await h.call('POST', `${E}/flags`, {
+        token: tok,
+        body: boolFlag('b', { prerequisites: [{ flagKey: 'a', variation: 'on' }] }),
+      })
+    ).status,
+    201,
+  );
+  const cycle = await h.call('PUT', `${E}/flags/a`, {
+    token: tok,
+    body: boolFlag('a', { prerequisites: [{ flagKey: 'b', variation: 'on' }] }),
+  });
   t.equal(cycle.status, 400);
   t.match(err(cycle), /^prerequisites: prerequisite cycle a -> b -> a/);
   const renamed = await h.call('PUT', `${E}/flags/a`, { token: tok, body: boolFlag('zzz') });
@@ -304,8 +509,16 @@ t.test('every validation rule is a 400 that names the field', async (t) => {
   const segCases: Array<{ name: string; body: unknown; field: RegExp }> = [
     { name: 'segment without key', body: { name: 'n' }, field: /^key/ },
     { name: 'segment with included not a list', body: { key: 's', included: 'u1' }, field: /^included/ },
-    { name: 'segment with an unknown operator', body: { key: 's', rules: [{ clauses: [{ attribute: 'a', op: 'like', values: [] }] }] }, field: /^rules\[0\]\.clauses\[0\]\.op/ },
-    { name: 'segmentMatch inside a segment', body: { key: 's', rules: [{ clauses: [{ attribute: '', op: 'segmentMatch', values: ['t'] }] }] }, field: /^rules\[0\]\.clauses\[0\]\.op/ },
+    {
+      name: 'segment with an unknown operator',
+      body: { key: 's', rules: [{ clauses: [{ attribute: 'a', op: 'like', values: [] }] }] },
+      field: /^rules\[0\]\.clauses\[0\]\.op/,
+    },
+    {
+      name: 'segmentMatch inside a segment',
+      body: { key: 's', rules: [{ clauses: [{ attribute: '', op: 'segmentMatch', values: ['t'] }] }] },
+      field: /^rules\[0\]\.clauses\[0\]\.op/,
+    },
     { name: 'segment key not URL-safe', body: { key: 'a/b' }, field: /^key/ },
   ];
   for (const c of segCases) {
@@ -316,54 +529,97 @@ t.test('every validation rule is a 400 that names the field', async (t) => {
   const rawCases: Array<{ name: string; raw: string; status: number }> = [
     { name: 'malformed JSON', raw: '{"key": "x",', status: 400 },
     { name: 'a JSON array', raw: '[1,2]', status: 400 },
-    { name: 'a body over 1 MiB', raw: JSON.stringify(boolFlag('big', { name: 'x'.repeat(1024 * 1024 + 10) })), status: 413 },
+    {
+      name: 'a body over 1 MiB',
+      raw: JSON.stringify(boolFlag('big', { name: 'x'.repeat(1024 * 1024 + 10) })),
+      status: 413,
+    },
   ];
   for (const c of rawCases) {
     const r = await h.call('POST', `${E}/flags`, { token: tok, raw: c.raw });
     t.equal(r.status, c.status, c.name);
     t.ok(err(r).length > 0, `${c.name} answers {error}`);
   }
-  const badProject = await h.call('POST', '/api/v1/projects/bad%20project/environments/prod/flags', { token: tok, body: boolFlag('x') });
+  const badProject = await h.call('POST', '/api/v1/projects/bad%20project/environments/prod/flags', {
+    token: tok,
+    body: boolFlag('x'),
+  });
   t.equal(badProject.status, 400);
   t.match(err(badProject), /^projectKey/);
 });
 
-t.test('segments: lifecycle, and deleting one that a flag references leaves the rule, which stops matching', async (t) => {
-  const h = await startHarness(t);
-  const tok = await h.login();
-  const c = await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'beta', name: 'Beta', included: ['u1'], excluded: [], rules: [{ clauses: [{ attribute: 'plan', op: 'in', values: ['pro'] }] }] } });
-  t.equal(c.status, 201);
-  const s1 = c.body as Record<string, unknown>;
-  t.equal(s1['version'], 1);
-  t.ok(s1['createdAt'] && s1['updatedAt']);
-  t.equal((await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'beta' } })).status, 409);
-  t.same(((await h.call('GET', `${P}/segments`, { token: tok })).body as Array<{ key: string }>).map((s) => s.key), ['beta']);
-  t.same((await h.call('GET', `${P}/segments/beta`, { token: tok })).body, s1);
-  const flag = boolFlag('gated', { rules: [{ id: 'in-beta', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 'on' }] });
-  t.equal((await h.call('POST', `${E}/flags`, { token: tok, body: flag })).status, 201);
-  const evalFor = async (ctx: Record<string, unknown>) =>
-    ((await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: ctx, flagKeys: ['gated'] } })).body as { flags: Record<string, { value: unknown; reason: { kind: string; ruleId?: string } }> }).flags['gated'];
-  t.same(await evalFor({ key: 'u1' }), { value: true, variation: 'on', reason: { kind: 'RULE_MATCH', ruleId: 'in-beta' } });
-  t.equal((await evalFor({ key: 'u9', plan: 'pro' }))?.value, true, 'matched by the segment rule');
+t.test(
+  'segments: lifecycle, and deleting one that a flag references leaves the rule, which stops matching',
+  async (t) => {
+    const h = await startHarness(t);
+    const tok = await h.login();
+    const c = await h.call('POST', `${P}/segments`, {
+      token: tok,
+      body: {
+        key: 'beta',
+        name: 'Beta',
+        included: ['u1'],
+        excluded: [],
+        rules: [{ clauses: [{ attribute: 'plan', op: 'in', values: ['pro'] }] }],
+      },
+    });
+    t.equal(c.status, 201);
+    const s1 = c.body as Record<string, unknown>;
+    t.equal(s1['version'], 1);
+    t.ok(s1['createdAt'] && s1['updatedAt']);
+    t.equal((await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'beta' } })).status, 409);
+    t.same(
+      ((await h.call('GET', `${P}/segments`, { token: tok })).body as Array<{ key: string }>).map((s) => s.key),
+      ['beta'],
+    );
+    t.same((await h.call('GET', `${P}/segments/beta`, { token: tok })).body, s1);
+    const flag = boolFlag('gated', {
+      rules: [{ id: 'in-beta', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 'on' }],
+    });
+    t.equal((await h.call('POST', `${E}/flags`, { token: tok, body: flag })).status, 201);
+    const evalFor = async (ctx: Record<string, unknown>) =>
+      (
+        (await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: ctx, flagKeys: ['gated'] } })).body as {
+          flags: Record<string, { value: unknown; reason: { kind: string; ruleId?: string } }>;
+        }
+      ).flags['gated'];
+    t.same(await evalFor({ key: 'u1' }), {
+      value: true,
+      variation: 'on',
+      reason: { kind: 'RULE_MATCH', ruleId: 'in-beta' },
+    });
+    t.equal((await evalFor({ key: 'u9', plan: 'pro' }))?.value, true, 'matched by the segment rule');
 
-  const put = await h.call('PUT', `${P}/segments/beta`, { token: tok, body: { name: 'Beta', included: ['u2'] }, headers: { 'if-match': '1' } });
-  t.equal(put.status, 200);
-  t.equal((put.body as Record<string, unknown>)['version'], 2);
-  t.same((put.body as Record<string, unknown>)['rules'], [], 'full replacement');
-  t.equal((await evalFor({ key: 'u1' }))?.value, false, 'u1 left the segment');
-  t.equal((await h.call('PUT', `${P}/segments/beta`, { token: tok, body: {}, headers: { 'if-match': '1' } })).status, 412);
-  t.equal((await h.call('PUT', `${P}/segments/ghost`, { token: tok, body: {} })).status, 404);
+    const put = await h.call('PUT', `${P}/segments/beta`, {
+      token: tok,
+      body: { name: 'Beta', included: ['u2'] },
+      headers: { 'if-match': '1' },
+    });
+    t.equal(put.status, 200);
+    t.equal((put.body as Record<string, unknown>)['version'], 2);
+    t.same((put.body as Record<string, unknown>)['rules'], [], 'full replacement');
+    t.equal((await evalFor({ key: 'u1' }))?.value, false, 'u1 left the segment');
+    t.equal(
+      (await h.call('PUT', `${P}/segments/beta`, { token: tok, body: {}, headers: { 'if-match': '1' } })).status,
+      412,
+    );
+    t.equal((await h.call('PUT', `${P}/segments/ghost`, { token: tok, body: {} })).status, 404);
 
-  t.equal((await h.call('DELETE', `${P}/segments/beta`, { token: tok })).status, 204, 'a referenced segment may be deleted');
-  t.equal((await h.call('GET', `${P}/segments/beta`, { token: tok })).status, 404);
-  t.equal((await h.call('DELETE', `${P}/segments/beta`, { token: tok })).status, 404);
-  const kept = (await h.call('GET', `${E}/flags/gated`, { token: tok })).body as Record<string, unknown>;
-  t.same(kept['rules'], flag['rules'], "the flag's rule is left in place");
-  const after = await evalFor({ key: 'u2' });
-  t.equal(after?.reason.kind, 'FALLTHROUGH', 'a clause naming a deleted segment does not match');
-  const m = String((await h.call('GET', '/metrics')).body);
-  t.match(m, /flags_evaluation_warnings_total\{code="SEGMENT_NOT_FOUND"\} 1/, 'and a warning was counted');
-});
+    t.equal(
+      (await h.call('DELETE', `${P}/segments/beta`, { token: tok })).status,
+      204,
+      'a referenced segment may be deleted',
+    );
+    t.equal((await h.call('GET', `${P}/segments/beta`, { token: tok })).status, 404);
+    t.equal((await h.call('DELETE', `${P}/segments/beta`, { token: tok })).status, 404);
+    const kept = (await h.call('GET', `${E}/flags/gated`, { token: tok })).body as Record<string, unknown>;
+    t.same(kept['rules'], flag['rules'], "the flag's rule is left in place");
+    const after = await evalFor({ key: 'u2' });
+    t.equal(after?.reason.kind, 'FALLTHROUGH', 'a clause naming a deleted segment does not match');
+    const m = String((await h.call('GET', '/metrics')).body);
+    t.match(m, /flags_evaluation_warnings_total\{code="SEGMENT_NOT_FOUND"\} 1/, 'and a warning was counted');
+  },
+);
 
 t.test('projects and environments appear on first write, each environment with an SDK key', async (t) => {
   const h = await startHarness(t);
@@ -374,13 +630,31 @@ t.test('projects and environments appear on first write, each environment with a
   await h.call('POST', '/api/v1/projects/mobile/segments', { token: tok, body: { key: 's' } });
   const explicit = await h.call('PUT', '/api/v1/projects/mobile/environments/dev', { token: tok });
   t.equal(explicit.status, 200);
-  const projects = (await h.call('GET', '/api/v1/projects', { token: tok })).body as Array<{ key: string; createdAt: string }>;
-  t.same(projects.map((p) => p.key), ['mobile', 'web']);
-  const envs = (await h.call('GET', `${P}/environments`, { token: tok })).body as Array<{ key: string; sdkKey: string; projectKey: string }>;
-  t.same(envs.map((e) => e.key), ['prod', 'staging']);
+  const projects = (await h.call('GET', '/api/v1/projects', { token: tok })).body as Array<{
+    key: string;
+    createdAt: string;
+  }>;
+  t.same(
+    projects.map((p) => p.key),
+    ['mobile', 'web'],
+  );
+  const envs = (await h.call('GET', `${P}/environments`, { token: tok })).body as Array<{
+    key: string;
+    sdkKey: string;
+    projectKey: string;
+  }>;
+  t.same(
+    envs.map((e) => e.key),
+    ['prod', 'staging'],
+  );
   t.ok(envs.every((e) => e.projectKey === 'web' && /^sdk-/.test(e.sdkKey)));
   t.not(envs[0]?.sdkKey, envs[1]?.sdkKey);
-  t.same(((await h.call('GET', '/api/v1/projects/mobile/environments', { token: tok })).body as Array<{ key: string }>).map((e) => e.key), ['dev']);
+  t.same(
+    ((await h.call('GET', '/api/v1/projects/mobile/environments', { token: tok })).body as Array<{ key: string }>).map(
+      (e) => e.key,
+    ),
+    ['dev'],
+  );
 });
 
 t.test('audit: one record per write, newest first, default 100, capped at 500, limit validated', async (t) => {
@@ -393,21 +667,43 @@ t.test('audit: one record per write, newest first, default 100, capped at 500, l
   await h.call('DELETE', `${P}/segments/s`, { token: tok });
   await h.call('DELETE', `${E}/flags/a`, { token: tok });
   await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('a') });
-  t.equal((await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('a') })).status, 409, 'a failed write leaves no record');
+  t.equal(
+    (await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('a') })).status,
+    409,
+    'a failed write leaves no record',
+  );
   const r = await h.call('GET', `${P}/audit`, { token: tok });
   t.equal(r.status, 200);
   const recs = r.body as Array<Record<string, unknown>>;
-  t.same(recs.map((a) => `${a['action']} ${a['resource']} ${a['resourceKey']} v${a['version']}`), [
-    'create flag a v4',
-    'delete flag a v3',
-    'delete segment s v3',
-    'update segment s v2',
-    'create segment s v1',
-    'update flag a v2',
-    'create flag a v1',
-  ]);
+  t.same(
+    recs.map((a) => `${a['action']} ${a['resource']} ${a['resourceKey']} v${a['version']}`),
+    [
+      'create flag a v4',
+      'delete flag a v3',
+      'delete segment s v3',
+      'update segment s v2',
+      'create segment s v1',
+      'update flag a v2',
+      'create flag a v1',
+    ],
+  );
   const first = recs[0] as Record<string, unknown>;
-  t.same(Object.keys(first).sort(), ['action', 'actor', 'after', 'at', 'before', 'environmentKey', 'id', 'projectKey', 'resource', 'resourceKey', 'version'].sort());
+  t.same(
+    Object.keys(first).sort(),
+    [
+      'action',
+      'actor',
+      'after',
+      'at',
+      'before',
+      'environmentKey',
+      'id',
+      'projectKey',
+      'resource',
+      'resourceKey',
+      'version',
+    ].sort(),
+  );
   t.equal(first['actor'], adminEmail);
   t.equal(first['projectKey'], 'web');
   t.equal(first['environmentKey'], 'prod');
@@ -418,9 +714,21 @@ t.test('audit: one record per write, newest first, default 100, capped at 500, l
 
   // Bulk history through the server's own store (HTTP for 600 writes would only slow the test).
   const store = h.server.store;
-  const base = { key: 'bulk', name: 'bulk', type: 'boolean' as const, enabled: true, defaultVariation: 'off', variations: [{ key: 'off', value: false }], targets: [], prerequisites: [], rules: [], rollout: [] };
+  const base = {
+    key: 'bulk',
+    name: 'bulk',
+    type: 'boolean' as const,
+    enabled: true,
+    defaultVariation: 'off',
+    variations: [{ key: 'off', value: false }],
+    targets: [],
+    prerequisites: [],
+    rules: [],
+    rollout: [],
+  };
   await store.createFlag('web', 'prod', base, { actor: 'bulk', at: new Date().toISOString() });
-  for (let i = 0; i < 600; i++) await store.replaceFlag('web', 'prod', base, { actor: 'bulk', at: new Date().toISOString() });
+  for (let i = 0; i < 600; i++)
+    await store.replaceFlag('web', 'prod', base, { actor: 'bulk', at: new Date().toISOString() });
   const limits: Array<{ q: string; status: number; count?: number }> = [
     { q: '', status: 200, count: 100 },
     { q: '?limit=500', status: 200, count: 500 },
@@ -464,28 +772,55 @@ t.test('evaluation over the management API and the SDK key', async (t) => {
   });
   await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('off-flag', { enabled: false }) });
   const cases: Array<{ name: string; context: Record<string, unknown>; expect: Record<string, unknown> }> = [
-    { name: 'a target wins', context: { key: 'vip', country: 'NL' }, expect: { value: 'green', variation: 'green', reason: { kind: 'TARGET_MATCH' } } },
-    { name: 'a rule matches', context: { key: 'u1', country: 'NL' }, expect: { value: 'red', variation: 'red', reason: { kind: 'RULE_MATCH', ruleId: 'nl' } } },
-    { name: 'nothing matches', context: { key: 'u2', country: 'DE' }, expect: { value: 'blue', variation: 'blue', reason: { kind: 'FALLTHROUGH' } } },
+    {
+      name: 'a target wins',
+      context: { key: 'vip', country: 'NL' },
+      expect: { value: 'green', variation: 'green', reason: { kind: 'TARGET_MATCH' } },
+    },
+    {
+      name: 'a rule matches',
+      context: { key: 'u1', country: 'NL' },
+      expect: { value: 'red', variation: 'red', reason: { kind: 'RULE_MATCH', ruleId: 'nl' } },
+    },
+    {
+      name: 'nothing matches',
+      context: { key: 'u2', country: 'DE' },
+      expect: { value: 'blue', variation: 'blue', reason: { kind: 'FALLTHROUGH' } },
+    },
   ];
   for (const c of cases) {
     const r = await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: c.context, flagKeys: ['banner'] } });
     t.equal(r.status, 200, c.name);
     t.same((r.body as { flags: Record<string, unknown> }).flags, { banner: c.expect }, c.name);
   }
-  const all = (await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: { key: 'u3' } } })).body as { flags: Record<string, { reason: { kind: string } }> };
+  const all = (await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: { key: 'u3' } } })).body as {
+    flags: Record<string, { reason: { kind: string } }>;
+  };
   t.same(Object.keys(all.flags).sort(), ['banner', 'off-flag'], 'without flagKeys every flag is evaluated');
   t.equal(all.flags['off-flag']?.reason.kind, 'OFF');
-  const nowhere = await h.call('POST', '/api/v1/projects/web/environments/nowhere/evaluate', { token: tok, body: { context: { key: 'u3' } } });
+  const nowhere = await h.call('POST', '/api/v1/projects/web/environments/nowhere/evaluate', {
+    token: tok,
+    body: { context: { key: 'u3' } },
+  });
   t.same(nowhere.body, { flags: {} }, 'an environment that does not exist has no flags');
   t.match(String((await h.call('GET', '/metrics')).body), /flags_environments_loaded 1/, 'and is not loaded');
-  const missing = (await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: { key: 'u3' }, flagKeys: ['nope'] } })).body as { flags: Record<string, unknown> };
-  t.same(missing.flags['nope'], { value: null, variation: null, reason: { kind: 'ERROR', errorKind: 'FLAG_NOT_FOUND' } });
+  const missing = (
+    await h.call('POST', `${E}/evaluate`, { token: tok, body: { context: { key: 'u3' }, flagKeys: ['nope'] } })
+  ).body as { flags: Record<string, unknown> };
+  t.same(missing.flags['nope'], {
+    value: null,
+    variation: null,
+    reason: { kind: 'ERROR', errorKind: 'FLAG_NOT_FOUND' },
+  });
   const bad: Array<{ name: string; body?: unknown; field: RegExp }> = [
     { name: 'no body', field: /^context/ },
     { name: 'context missing', body: { flagKeys: [] }, field: /^context/ },
     { name: 'context key not a string', body: { context: { key: 5 } }, field: /^context\.key/ },
-    { name: 'an object attribute', body: { context: { key: 'k', address: { city: 'x' } } }, field: /^context\.address/ },
+    {
+      name: 'an object attribute',
+      body: { context: { key: 'k', address: { city: 'x' } } },
+      field: /^context\.address/,
+    },
     { name: 'flagKeys not a list', body: { context: { key: 'k' }, flagKeys: 'banner' }, field: /^flagKeys/ },
   ];
   for (const c of bad) {
@@ -493,18 +828,27 @@ t.test('evaluation over the management API and the SDK key', async (t) => {
     t.equal(r.status, 400, c.name);
     t.match(err(r), c.field, `${c.name}: ${err(r)}`);
   }
-  const sdkKey = ((await h.call('GET', `${P}/environments`, { token: tok })).body as Array<{ sdkKey: string }>)[0]?.sdkKey ?? '';
+  const sdkKey =
+    ((await h.call('GET', `${P}/environments`, { token: tok })).body as Array<{ sdkKey: string }>)[0]?.sdkKey ?? '';
   for (const authorization of [sdkKey, `Bearer ${sdkKey}`]) {
-    const r = await h.call('POST', '/sdk/v1/evaluate', { headers: { authorization }, body: { context: { key: 'u1', country: 'NL' }, flagKeys: ['banner'] } });
+    const r = await h.call('POST', '/sdk/v1/evaluate', {
+      headers: { authorization },
+      body: { context: { key: 'u1', country: 'NL' }, flagKeys: ['banner'] },
+    });
     t.equal(r.status, 200, `SDK evaluate with ${authorization === sdkKey ? 'the raw key' : 'Bearer <key>'}`);
     t.same((r.body as { flags: Record<string, { value: unknown }> }).flags['banner']?.value, 'red');
   }
-  const latest = (await h.call('GET', '/sdk/v1/latest-all', { headers: { authorization: sdkKey } })).body as { flags: Record<string, unknown> };
+  const latest = (await h.call('GET', '/sdk/v1/latest-all', { headers: { authorization: sdkKey } })).body as {
+    flags: Record<string, unknown>;
+  };
   t.same(Object.keys(latest.flags).sort(), ['banner', 'off-flag']);
   const noKey = await h.call('POST', '/sdk/v1/evaluate', { body: { context: { key: 'u' } } });
   t.equal(noKey.status, 401);
   t.equal(err(noKey), 'missing token');
-  const wrong = await h.call('POST', '/sdk/v1/evaluate', { headers: { authorization: 'sdk-wrong' }, body: { context: { key: 'u' } } });
+  const wrong = await h.call('POST', '/sdk/v1/evaluate', {
+    headers: { authorization: 'sdk-wrong' },
+    body: { context: { key: 'u' } },
+  });
   t.equal(wrong.status, 401);
   t.equal(err(wrong), 'invalid token');
 });
@@ -523,7 +867,11 @@ t.test('everything survives a restart on the same database, including the genera
     envs: (await h.call('GET', `${P}/environments`, { token: admin })).body,
   };
   await h.restart();
-  t.equal((await h.call('GET', '/api/v1/projects', { token: admin })).status, 200, 'a token issued before the restart is still valid');
+  t.equal(
+    (await h.call('GET', '/api/v1/projects', { token: admin })).status,
+    200,
+    'a token issued before the restart is still valid',
+  );
   t.same((await h.call('GET', `${E}/flags/a`, { token: admin })).body, before.flag);
   t.same((await h.call('GET', `${P}/segments/s`, { token: admin })).body, before.segment);
   t.same((await h.call('GET', `${P}/audit`, { token: admin })).body, before.audit);

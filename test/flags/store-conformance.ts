@@ -62,18 +62,50 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.teardown(() => store.close());
     await store.createFlag('p', 'prod', flagDef('a'), meta(t0));
     const cases: Array<{ name: string; run: () => Promise<{ ok: boolean; code?: string }>; code: string }> = [
-      { name: 'create of an existing key', run: () => store.createFlag('p', 'prod', flagDef('a'), meta(t1)), code: 'duplicate' },
-      { name: 'replace of an unknown key', run: () => store.replaceFlag('p', 'prod', flagDef('zz'), meta(t1)), code: 'not_found' },
+      {
+        name: 'create of an existing key',
+        run: () => store.createFlag('p', 'prod', flagDef('a'), meta(t1)),
+        code: 'duplicate',
+      },
+      {
+        name: 'replace of an unknown key',
+        run: () => store.replaceFlag('p', 'prod', flagDef('zz'), meta(t1)),
+        code: 'not_found',
+      },
       { name: 'delete of an unknown key', run: () => store.deleteFlag('p', 'prod', 'zz', meta(t1)), code: 'not_found' },
-      { name: 'replace with a stale If-Match', run: () => store.replaceFlag('p', 'prod', flagDef('a'), meta(t1, { ifVersion: 7 })), code: 'version_mismatch' },
-      { name: 'delete with a stale If-Match', run: () => store.deleteFlag('p', 'prod', 'a', meta(t1, { ifVersion: 7 })), code: 'version_mismatch' },
-      { name: 'segment create of an existing key', run: async () => {
-        await store.createSegment('p', segmentDef('s'), meta(t0));
-        return store.createSegment('p', segmentDef('s'), meta(t1));
-      }, code: 'duplicate' },
-      { name: 'segment replace of an unknown key', run: () => store.replaceSegment('p', segmentDef('nope'), meta(t1)), code: 'not_found' },
-      { name: 'segment delete of an unknown key', run: () => store.deleteSegment('p', 'nope', meta(t1)), code: 'not_found' },
-      { name: 'segment replace with a stale If-Match', run: () => store.replaceSegment('p', segmentDef('s'), meta(t1, { ifVersion: 3 })), code: 'version_mismatch' },
+      {
+        name: 'replace with a stale If-Match',
+        run: () => store.replaceFlag('p', 'prod', flagDef('a'), meta(t1, { ifVersion: 7 })),
+        code: 'version_mismatch',
+      },
+      {
+        name: 'delete with a stale If-Match',
+        run: () => store.deleteFlag('p', 'prod', 'a', meta(t1, { ifVersion: 7 })),
+        code: 'version_mismatch',
+      },
+      {
+        name: 'segment create of an existing key',
+        run: async () => {
+          await store.createSegment('p', segmentDef('s'), meta(t0));
+          return store.createSegment('p', segmentDef('s'), meta(t1));
+        },
+        code: 'duplicate',
+      },
+      {
+        name: 'segment replace of an unknown key',
+        run: () => store.replaceSegment('p', segmentDef('nope'), meta(t1)),
+        code: 'not_found',
+      },
+      {
+        name: 'segment delete of an unknown key',
+        run: () => store.deleteSegment('p', 'nope', meta(t1)),
+        code: 'not_found',
+      },
+      {
+        name: 'segment replace with a stale If-Match',
+        run: () => store.replaceSegment('p', segmentDef('s'), meta(t1, { ifVersion: 3 })),
+        code: 'version_mismatch',
+      },
     ];
     for (const c of cases) {
       const r = await c.run();
@@ -84,30 +116,45 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.equal(a?.version, 1, 'failed writes change nothing');
   });
 
-  t.test('a segment creation check sees the live segment count in its transaction and can refuse the write', async (t) => {
-    const { store } = await h.open();
-    t.teardown(() => store.close());
-    const seen: number[] = [];
-    const atMostTwo = (_def: unknown, live: number) => {
-      seen.push(live);
-      return live >= 2 ? { field: 'key', message: 'key: at most 2' } : undefined;
-    };
-    await store.createSegment('p', segmentDef('a'), meta(t0), atMostTwo);
-    await store.createSegment('p', segmentDef('b'), meta(t0), atMostTwo);
-    await store.createSegment('other', segmentDef('x'), meta(t0), atMostTwo);
-    const refused = await store.createSegment('p', segmentDef('c'), meta(t1), atMostTwo);
-    t.match(refused, { ok: false, code: 'invalid', message: 'key: at most 2', field: 'key' });
-    t.same((await store.listSegments('p')).map((s) => s.key), ['a', 'b'], 'nothing stored');
-    await store.deleteSegment('p', 'a', meta(t1));
-    t.ok((await store.createSegment('p', segmentDef('c'), meta(t2), atMostTwo)).ok, 'a deleted segment does not count');
-    t.same(seen, [0, 1, 0, 2, 1], 'counts per project, live ones only');
-  });
+  t.test(
+    'a segment creation check sees the live segment count in its transaction and can refuse the write',
+    async (t) => {
+      const { store } = await h.open();
+      t.teardown(() => store.close());
+      const seen: number[] = [];
+      const atMostTwo = (_def: unknown, live: number) => {
+        seen.push(live);
+        return live >= 2 ? { field: 'key', message: 'key: at most 2' } : undefined;
+      };
+      await store.createSegment('p', segmentDef('a'), meta(t0), atMostTwo);
+      await store.createSegment('p', segmentDef('b'), meta(t0), atMostTwo);
+      await store.createSegment('other', segmentDef('x'), meta(t0), atMostTwo);
+      const refused = await store.createSegment('p', segmentDef('c'), meta(t1), atMostTwo);
+      t.match(refused, { ok: false, code: 'invalid', message: 'key: at most 2', field: 'key' });
+      t.same(
+        (await store.listSegments('p')).map((s) => s.key),
+        ['a', 'b'],
+        'nothing stored',
+      );
+      await store.deleteSegment('p', 'a', meta(t1));
+      t.ok(
+        (await store.createSegment('p', segmentDef('c'), meta(t2), atMostTwo)).ok,
+        'a deleted segment does not count',
+      );
+      t.same(seen, [0, 1, 0, 2, 1], 'counts per project, live ones only');
+    },
+  );
 
   t.test('replace bumps the version, keeps createdAt, moves updatedAt, and honours a matching If-Match', async (t) => {
     const { store } = await h.open();
     t.teardown(() => store.close());
     await store.createFlag('p', 'prod', flagDef('a'), meta(t0));
-    const r = await store.replaceFlag('p', 'prod', flagDef('a', { enabled: false, name: 'A' }), meta(t1, { ifVersion: 1 }));
+    const r = await store.replaceFlag(
+      'p',
+      'prod',
+      flagDef('a', { enabled: false, name: 'A' }),
+      meta(t1, { ifVersion: 1 }),
+    );
     t.ok(r.ok);
     if (!r.ok) return;
     t.equal(r.value.version, 2);
@@ -149,7 +196,9 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     let seen: string[] = [];
     const r = await store.createFlag('p', 'prod', flagDef('c'), meta(t0), (cand, others) => {
       seen = others.map((f) => f.key);
-      return cand.key === 'c' ? { field: 'prerequisites', message: 'prerequisites: prerequisite cycle c -> a -> c' } : undefined;
+      return cand.key === 'c'
+        ? { field: 'prerequisites', message: 'prerequisites: prerequisite cycle c -> a -> c' }
+        : undefined;
     });
     t.same(seen, ['a', 'b']);
     t.equal(!r.ok && r.code, 'invalid');
@@ -163,27 +212,37 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.same(seen, ['b'], 'the flag being replaced is not among the others');
   });
 
-  t.test('projects and environments come into being on first write, each environment with its own SDK key', async (t) => {
-    const { store } = await h.open();
-    t.teardown(() => store.close());
-    t.same(await store.listProjects(), []);
-    await store.createFlag('web', 'prod', flagDef('a'), meta(t0));
-    await store.createFlag('web', 'staging', flagDef('a'), meta(t0));
-    await store.createSegment('mobile', segmentDef('s'), meta(t1));
-    const failed = await store.replaceFlag('ghost', 'prod', flagDef('a'), meta(t1));
-    t.notOk(failed.ok);
-    t.same((await store.listProjects()).map((p) => p.key), ['mobile', 'web'], 'a failed write creates nothing');
-    const envs = await store.listEnvironments('web');
-    t.same(envs.map((e) => e.key), ['prod', 'staging']);
-    t.same(await store.listEnvironments('mobile'), [], 'segments live per project, not per environment');
-    const [prod, staging] = envs;
-    t.ok(prod && staging && prod.sdkKey !== staging.sdkKey);
-    t.same(await store.environmentBySdkKey(prod?.sdkKey ?? ''), prod);
-    t.equal(await store.environmentBySdkKey('no-such-key'), undefined);
-    const explicit = await store.ensureEnvironment('mobile', 'dev', t2);
-    t.equal(explicit.projectKey, 'mobile');
-    t.same(await store.ensureEnvironment('mobile', 'dev', t2), explicit, 'ensureEnvironment is idempotent');
-  });
+  t.test(
+    'projects and environments come into being on first write, each environment with its own SDK key',
+    async (t) => {
+      const { store } = await h.open();
+      t.teardown(() => store.close());
+      t.same(await store.listProjects(), []);
+      await store.createFlag('web', 'prod', flagDef('a'), meta(t0));
+      await store.createFlag('web', 'staging', flagDef('a'), meta(t0));
+      await store.createSegment('mobile', segmentDef('s'), meta(t1));
+      const failed = await store.replaceFlag('ghost', 'prod', flagDef('a'), meta(t1));
+      t.notOk(failed.ok);
+      t.same(
+        (await store.listProjects()).map((p) => p.key),
+        ['mobile', 'web'],
+        'a failed write creates nothing',
+      );
+      const envs = await store.listEnvironments('web');
+      t.same(
+        envs.map((e) => e.key),
+        ['prod', 'staging'],
+      );
+      t.same(await store.listEnvironments('mobile'), [], 'segments live per project, not per environment');
+      const [prod, staging] = envs;
+      t.ok(prod && staging && prod.sdkKey !== staging.sdkKey);
+      t.same(await store.environmentBySdkKey(prod?.sdkKey ?? ''), prod);
+      t.equal(await store.environmentBySdkKey('no-such-key'), undefined);
+      const explicit = await store.ensureEnvironment('mobile', 'dev', t2);
+      t.equal(explicit.projectKey, 'mobile');
+      t.same(await store.ensureEnvironment('mobile', 'dev', t2), explicit, 'ensureEnvironment is idempotent');
+    },
+  );
 
   t.test('segments: create, read, list, replace, delete', async (t) => {
     const { store } = await h.open();
@@ -191,7 +250,10 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     const c = await store.createSegment('p', segmentDef('beta', { included: ['u1'] }), meta(t0));
     t.ok(c.ok && c.value.version === 1);
     await store.createSegment('p', segmentDef('alpha'), meta(t0));
-    t.same((await store.listSegments('p')).map((s) => s.key), ['alpha', 'beta']);
+    t.same(
+      (await store.listSegments('p')).map((s) => s.key),
+      ['alpha', 'beta'],
+    );
     const r = await store.replaceSegment('p', segmentDef('beta', { excluded: ['u2'] }), meta(t1, { ifVersion: 1 }));
     t.ok(r.ok);
     const got = await store.getSegment('p', 'beta');
@@ -201,7 +263,10 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.equal(got?.createdAt, t0);
     t.equal(got?.updatedAt, t1);
     t.ok((await store.deleteSegment('p', 'beta', meta(t2))).ok);
-    t.same((await store.listSegments('p')).map((s) => s.key), ['alpha']);
+    t.same(
+      (await store.listSegments('p')).map((s) => s.key),
+      ['alpha'],
+    );
   });
 
   t.test('audit: one record per write, newest first, limited, with before and after', async (t) => {
@@ -214,12 +279,10 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     await store.createFlag('other', 'prod', flagDef('x'), meta(t2));
     await store.createFlag('p', 'prod', flagDef('a'), meta(t2), () => ({ field: 'key', message: 'key: refused' }));
     const all = await store.listAudit('p', 100);
-    t.same(all.map((a) => `${a.action} ${a.resource} ${a.resourceKey} v${a.version}`), [
-      'delete flag a v3',
-      'create segment s v1',
-      'update flag a v2',
-      'create flag a v1',
-    ]);
+    t.same(
+      all.map((a) => `${a.action} ${a.resource} ${a.resourceKey} v${a.version}`),
+      ['delete flag a v3', 'create segment s v1', 'update flag a v2', 'create flag a v1'],
+    );
     const [del, seg, upd, cre] = all;
     t.equal(del?.before?.version, 2);
     t.equal(del?.after, null);
@@ -231,8 +294,14 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.equal(seg?.environmentKey, undefined, 'segment records have no environment');
     t.equal(cre?.actor, 'ann@example.com');
     t.equal(cre?.at, t0);
-    t.ok(all.every((a, i) => i === 0 || (all[i - 1]?.id ?? 0) > a.id), 'ids decrease down the list');
-    t.same((await store.listAudit('p', 2)).map((a) => a.id), all.slice(0, 2).map((a) => a.id));
+    t.ok(
+      all.every((a, i) => i === 0 || (all[i - 1]?.id ?? 0) > a.id),
+      'ids decrease down the list',
+    );
+    t.same(
+      (await store.listAudit('p', 2)).map((a) => a.id),
+      all.slice(0, 2).map((a) => a.id),
+    );
     t.equal((await store.listAudit('other', 100)).length, 1);
     t.same(await store.listAudit('nobody', 100), []);
   });
@@ -247,7 +316,11 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.equal(audit[0]?.version, 70);
     t.equal(store.stats.auditPruned, 65);
     t.ok(store.stats.changesPruned > 0, 'old feed rows were trimmed');
-    t.equal(await store.latestSeq(), (await store.changesSince(0, 1000)).at(-1)?.seq, 'the newest change survives trimming');
+    t.equal(
+      await store.latestSeq(),
+      (await store.changesSince(0, 1000)).at(-1)?.seq,
+      'the newest change survives trimming',
+    );
   });
 
   t.test('the change feed is ordered, carries the written data, and snapshots name their position', async (t) => {
@@ -262,18 +335,29 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     await store.deleteFlag('p', 'prod', 'a', meta(t1));
     await store.createFlag('p', 'prod', flagDef('a'), meta(t0), () => ({ field: 'key', message: 'key: no' }));
     const changes = await store.changesSince(0, 100);
-    t.same(changes.map((c) => `${c.op} ${c.resource} ${c.key} ${c.environmentKey ?? '-'} v${c.version}`), [
-      'upsert flag a prod v1',
-      'upsert segment s - v1',
-      'delete flag a prod v2',
-    ]);
-    t.ok(changes.every((c, i) => i === 0 || c.seq > (changes[i - 1]?.seq ?? 0)), 'seqs increase');
+    t.same(
+      changes.map((c) => `${c.op} ${c.resource} ${c.key} ${c.environmentKey ?? '-'} v${c.version}`),
+      ['upsert flag a prod v1', 'upsert segment s - v1', 'delete flag a prod v2'],
+    );
+    t.ok(
+      changes.every((c, i) => i === 0 || c.seq > (changes[i - 1]?.seq ?? 0)),
+      'seqs increase',
+    );
     t.equal(changes[0]?.data?.key, 'a');
     t.equal(changes[2]?.data, null, 'a delete carries no data');
     t.equal(snap.seq, changes[1]?.seq);
-    t.same(snap.flags.map((f) => f.key), ['a']);
-    t.same(snap.segments.map((s) => s.key), ['s']);
-    t.same((await store.changesSince(changes[1]?.seq ?? 0, 100)).map((c) => c.seq), [changes[2]?.seq]);
+    t.same(
+      snap.flags.map((f) => f.key),
+      ['a'],
+    );
+    t.same(
+      snap.segments.map((s) => s.key),
+      ['s'],
+    );
+    t.same(
+      (await store.changesSince(changes[1]?.seq ?? 0, 100)).map((c) => c.seq),
+      [changes[2]?.seq],
+    );
     t.equal((await store.changesSince(0, 2)).length, 2, 'the limit applies');
     t.equal(await store.latestSeq(), changes[2]?.seq);
     // PostgreSQL delivers commit notices asynchronously (LISTEN/NOTIFY).
@@ -286,11 +370,20 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     const { store } = await h.open();
     t.teardown(() => store.close());
     await store.createFlag('p', 'prod', flagDef('a'), meta(t0));
-    const results = await Promise.all(Array.from({ length: 20 }, () => store.replaceFlag('p', 'prod', flagDef('a'), meta(t1))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => store.replaceFlag('p', 'prod', flagDef('a'), meta(t1))),
+    );
     const versions = results.map((r) => (r.ok ? r.value.version : -1)).sort((x, y) => x - y);
-    t.same(versions, Array.from({ length: 20 }, (_, i) => i + 2));
+    t.same(
+      versions,
+      Array.from({ length: 20 }, (_, i) => i + 2),
+    );
     const feed = await store.changesSince(0, 100);
-    t.same(feed.map((c) => c.version), Array.from({ length: 21 }, (_, i) => i + 1), 'feed order is version order');
+    t.same(
+      feed.map((c) => c.version),
+      Array.from({ length: 21 }, (_, i) => i + 1),
+      'feed order is version order',
+    );
   });
 
   t.test('users: created once per email (case-insensitive), found by email and id', async (t) => {
@@ -308,7 +401,10 @@ export function runStoreConformance(t: Test, h: StoreHarness): void {
     t.equal(await store.getUserById('u2'), undefined);
     await store.createUser({ ...u, id: 'u3', email: 'bob@example.com', role: 'viewer' });
     t.equal(await store.countUsers(), 2);
-    t.same((await store.listUsers()).map((x) => x.email), ['ann@example.com', 'bob@example.com']);
+    t.same(
+      (await store.listUsers()).map((x) => x.email),
+      ['ann@example.com', 'bob@example.com'],
+    );
   });
 
   t.test('refresh tokens are single use and expire', async (t) => {

@@ -61,56 +61,65 @@ async function waitFor(cond: () => boolean, what: string, ms = 5000): Promise<vo
   }
 }
 
-t.test('put on connect, then patch and delete reach every client; segment changes reach every environment', async (t) => {
-  const h = await startHarness(t);
-  const tok = await h.login();
-  await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('a') });
-  await h.call('POST', `${P}/environments/staging/flags`, { token: tok, body: boolFlag('a') });
-  await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'beta', included: ['u1'] } });
-  const keys = await sdkKeys(h, tok);
-  const c1 = await openStream(h.base, keys['prod'] ?? '');
-  const c2 = await openStream(h.base, `Bearer ${keys['prod']}`);
-  const c3 = await openStream(h.base, keys['staging'] ?? '');
-  t.teardown(() => [c1, c2, c3].forEach((c) => c.close()));
-  t.equal(c1.status, 200);
-  for (const c of [c1, c2, c3]) {
-    const put = await c.next();
-    t.equal(put.event, 'put');
-    const data = json(put.data)['data'] as { flags: Record<string, { version: number }>; segments: Record<string, unknown> };
-    t.same(Object.keys(data.flags), ['a']);
-    t.same(Object.keys(data.segments), ['beta'], 'segments of the project come with every environment');
-    t.match(put.id, /^\d+$/, 'the put carries an id');
-  }
+t.test(
+  'put on connect, then patch and delete reach every client; segment changes reach every environment',
+  async (t) => {
+    const h = await startHarness(t);
+    const tok = await h.login();
+    await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('a') });
+    await h.call('POST', `${P}/environments/staging/flags`, { token: tok, body: boolFlag('a') });
+    await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'beta', included: ['u1'] } });
+    const keys = await sdkKeys(h, tok);
+    const c1 = await openStream(h.base, keys['prod'] ?? '');
+    const c2 = await openStream(h.base, `Bearer ${keys['prod']}`);
+    const c3 = await openStream(h.base, keys['staging'] ?? '');
+    t.teardown(() => [c1, c2, c3].forEach((c) => c.close()));
+    t.equal(c1.status, 200);
+    for (const c of [c1, c2, c3]) {
+      const put = await c.next();
+      t.equal(put.event, 'put');
+      const data = json(put.data)['data'] as {
+        flags: Record<string, { version: number }>;
+        segments: Record<string, unknown>;
+      };
+      t.same(Object.keys(data.flags), ['a']);
+      t.same(Object.keys(data.segments), ['beta'], 'segments of the project come with every environment');
+      t.match(put.id, /^\d+$/, 'the put carries an id');
+    }
 
-  await h.call('PUT', `${E}/flags/a`, { token: tok, body: boolFlag('a', { enabled: false }) });
-  for (const c of [c1, c2]) {
-    const p = await c.next();
-    t.equal(p.event, 'patch');
-    const body = json(p.data) as { path: string; data: { version: number; enabled: boolean } };
-    t.equal(body.path, '/flags/a');
-    t.equal(body.data.version, 2);
-    t.equal(body.data.enabled, false);
-  }
-  await h.call('PUT', `${P}/segments/beta`, { token: tok, body: { included: ['u2'] } });
-  for (const c of [c1, c2, c3]) {
-    const p = await c.next();
-    t.equal(p.event, 'patch', 'a segment update reaches prod and staging');
-    t.equal((json(p.data) as { path: string }).path, '/segments/beta');
-  }
-  await h.call('DELETE', `${E}/flags/a`, { token: tok });
-  for (const c of [c1, c2]) {
-    const d = await c.next();
-    t.equal(d.event, 'delete');
-    t.same(json(d.data), { path: '/flags/a', version: 3 });
-  }
-  await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('b') });
-  t.equal((await c1.next()).event, 'patch', 'a created flag arrives as a patch');
-  t.equal(c3.events.filter((e) => e.event !== 'put').length, 1, 'staging saw only the segment change');
-  const ids = c1.events.map((e) => Number(e.id));
-  t.ok(ids.every((id, i) => i === 0 || id > (ids[i - 1] ?? 0)), `ids increase: ${ids.join(',')}`);
-  const m = String((await h.call('GET', '/metrics')).body);
-  t.match(m, /flags_sse_clients 3/);
-});
+    await h.call('PUT', `${E}/flags/a`, { token: tok, body: boolFlag('a', { enabled: false }) });
+    for (const c of [c1, c2]) {
+      const p = await c.next();
+      t.equal(p.event, 'patch');
+      const body = json(p.data) as { path: string; data: { version: number; enabled: boolean } };
+      t.equal(body.path, '/flags/a');
+      t.equal(body.data.version, 2);
+      t.equal(body.data.enabled, false);
+    }
+    await h.call('PUT', `${P}/segments/beta`, { token: tok, body: { included: ['u2'] } });
+    for (const c of [c1, c2, c3]) {
+      const p = await c.next();
+      t.equal(p.event, 'patch', 'a segment update reaches prod and staging');
+      t.equal((json(p.data) as { path: string }).path, '/segments/beta');
+    }
+    await h.call('DELETE', `${E}/flags/a`, { token: tok });
+    for (const c of [c1, c2]) {
+      const d = await c.next();
+      t.equal(d.event, 'delete');
+      t.same(json(d.data), { path: '/flags/a', version: 3 });
+    }
+    await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('b') });
+    t.equal((await c1.next()).event, 'patch', 'a created flag arrives as a patch');
+    t.equal(c3.events.filter((e) => e.event !== 'put').length, 1, 'staging saw only the segment change');
+    const ids = c1.events.map((e) => Number(e.id));
+    t.ok(
+      ids.every((id, i) => i === 0 || id > (ids[i - 1] ?? 0)),
+      `ids increase: ${ids.join(',')}`,
+    );
+    const m = String((await h.call('GET', '/metrics')).body);
+    t.match(m, /flags_sse_clients 3/);
+  },
+);
 
 t.test('a client resuming with Last-Event-ID gets exactly what it missed, without a put', async (t) => {
   const h = await startHarness(t);
@@ -128,12 +137,18 @@ t.test('a client resuming with Last-Event-ID gets exactly what it missed, withou
   const again = await openStream(h.base, key, { 'last-event-id': put.id ?? '' });
   t.teardown(() => again.close());
   const got = [await again.next(), await again.next(), await again.next()];
-  t.same(got.map((e) => `${e.event} ${(json(e.data) as { path: string }).path}`), ['patch /flags/a', 'patch /segments/s', 'delete /flags/a']);
+  t.same(
+    got.map((e) => `${e.event} ${(json(e.data) as { path: string }).path}`),
+    ['patch /flags/a', 'patch /segments/s', 'delete /flags/a'],
+  );
   t.ok(got.every((e) => Number(e.id) > Number(put.id)));
   await h.call('POST', `${E}/flags`, { token: tok, body: boolFlag('c') });
   const live = await again.next();
   t.equal((json(live.data) as { path: string }).path, '/flags/c', 'then it continues live');
-  t.notOk(again.events.some((e) => e.event === 'put'), 'no put was sent');
+  t.notOk(
+    again.events.some((e) => e.event === 'put'),
+    'no put was sent',
+  );
 
   const upToDate = await openStream(h.base, key, { 'last-event-id': live.id ?? '' });
   t.teardown(() => upToDate.close());
@@ -150,7 +165,8 @@ t.test('a Last-Event-ID older than the replay log, or from the future, gets a fr
   const first = await openStream(h.base, key);
   const put = await first.next();
   first.close();
-  for (const enabled of [false, true, false, true]) await h.call('PUT', `${E}/flags/a`, { token: tok, body: boolFlag('a', { enabled }) });
+  for (const enabled of [false, true, false, true])
+    await h.call('PUT', `${E}/flags/a`, { token: tok, body: boolFlag('a', { enabled }) });
   const cases = [
     { name: 'older than the log', id: put.id ?? '' },
     { name: 'never issued', id: '999999' },
@@ -164,7 +180,11 @@ t.test('a Last-Event-ID older than the replay log, or from the future, gets a fr
     const flag = (json(e.data)['data'] as { flags: Record<string, { version: number }> }).flags['a'];
     t.equal(flag?.version, 5, `${c.name}: the put is current`);
   }
-  t.match(String((await h.call('GET', '/metrics')).body), /flags_sse_replay_log_evicted_total [1-9]/, 'evictions are counted');
+  t.match(
+    String((await h.call('GET', '/metrics')).body),
+    /flags_sse_replay_log_evicted_total [1-9]/,
+    'evictions are counted',
+  );
 });
 
 t.test('heartbeats arrive as comments, and SDK keys are checked', async (t) => {
@@ -194,7 +214,10 @@ t.test('a client that stops reading is disconnected instead of growing server me
   const tok = await h.login();
   // About 180 KB: three string variations near the 64 KiB value limit (src/flags/limits.ts).
   const big = {
-    key: 'big', type: 'string', enabled: true, defaultVariation: 'a',
+    key: 'big',
+    type: 'string',
+    enabled: true,
+    defaultVariation: 'a',
     variations: ['a', 'b', 'c'].map((k) => ({ key: k, value: k.repeat(60_000) })),
   };
   await h.call('POST', `${E}/flags`, { token: tok, body: big });
@@ -235,12 +258,20 @@ t.test('the SDK evaluates locally, follows changes, and resumes after a server r
   await h.call('POST', `${P}/segments`, { token: tok, body: { key: 'beta', included: ['u1'] } });
   await h.call('POST', `${E}/flags`, {
     token: tok,
-    body: boolFlag('new-ui', { rules: [{ id: 'beta', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 'on' }] }),
+    body: boolFlag('new-ui', {
+      rules: [{ id: 'beta', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 'on' }],
+    }),
   });
   const key = (await sdkKeys(h, tok))['prod'] ?? '';
   const front = await relay(() => h.server.port);
   t.teardown(() => front.close());
-  const client = new FlagsClient({ baseUrl: `http://127.0.0.1:${front.port}`, sdkKey: key, initialBackoffMs: 50, maxBackoffMs: 200, random: () => 0.5 });
+  const client = new FlagsClient({
+    baseUrl: `http://127.0.0.1:${front.port}`,
+    sdkKey: key,
+    initialBackoffMs: 50,
+    maxBackoffMs: 200,
+    random: () => 0.5,
+  });
   t.teardown(() => client.close());
   await client.waitForInitialization(5000);
   t.equal(client.evaluate('new-ui', { key: 'u1' })?.value, true);
@@ -261,7 +292,11 @@ t.test('the SDK evaluates locally, follows changes, and resumes after a server r
   await waitFor(() => client.connections > seenBefore, 'a reconnection', 10_000);
   t.equal(client.lastEventId !== undefined, true, 'it had an event id to resume from');
   await h.call('PUT', `${E}/flags/new-ui`, { token: tok, body: boolFlag('new-ui', { enabled: false }) });
-  await waitFor(() => client.evaluate('new-ui', { key: 'u2' })?.reason.kind === 'OFF', 'the change after the restart', 10_000);
+  await waitFor(
+    () => client.evaluate('new-ui', { key: 'u2' })?.reason.kind === 'OFF',
+    'the change after the restart',
+    10_000,
+  );
   t.pass('the change made after the restart arrived');
   await h.call('DELETE', `${E}/flags/new-ui`, { token: tok });
   await waitFor(() => client.flag('new-ui') === undefined, 'the delete');
@@ -281,26 +316,79 @@ t.test('the OpenFeature provider resolves locally and follows changes', async (t
   const tok = await h.login();
   await h.call('POST', `${E}/flags`, {
     token: tok,
-    body: boolFlag('checkout', { targets: [{ contextKeys: ['vip'], variation: 'on' }], rules: [{ id: 'nl', clauses: [{ attribute: 'country', op: 'in', values: ['NL'] }], variation: 'on' }] }),
+    body: boolFlag('checkout', {
+      targets: [{ contextKeys: ['vip'], variation: 'on' }],
+      rules: [{ id: 'nl', clauses: [{ attribute: 'country', op: 'in', values: ['NL'] }], variation: 'on' }],
+    }),
   });
   await h.call('POST', `${E}/flags`, {
     token: tok,
-    body: { key: 'limit', type: 'integer', enabled: true, variations: [{ key: 'low', value: 10 }, { key: 'high', value: 100 }], defaultVariation: 'low', rollout: [{ variation: 'low', weight: 0 }, { variation: 'high', weight: 100000 }] },
+    body: {
+      key: 'limit',
+      type: 'integer',
+      enabled: true,
+      variations: [
+        { key: 'low', value: 10 },
+        { key: 'high', value: 100 },
+      ],
+      defaultVariation: 'low',
+      rollout: [
+        { variation: 'low', weight: 0 },
+        { variation: 'high', weight: 100000 },
+      ],
+    },
   });
-  await h.call('POST', `${E}/flags`, { token: tok, body: { key: 'theme', type: 'json', enabled: false, variations: [{ key: 'dark', value: { bg: '#000' } }], defaultVariation: 'dark' } });
+  await h.call('POST', `${E}/flags`, {
+    token: tok,
+    body: {
+      key: 'theme',
+      type: 'json',
+      enabled: false,
+      variations: [{ key: 'dark', value: { bg: '#000' } }],
+      defaultVariation: 'dark',
+    },
+  });
   const key = (await sdkKeys(h, tok))['prod'] ?? '';
   const provider = new SimlabFlagsProvider({ baseUrl: h.base, sdkKey: key });
   await OpenFeature.setProviderAndWait(provider);
   t.teardown(() => OpenFeature.close());
   const of = OpenFeature.getClient();
   const cases: Array<{ name: string; run: () => Promise<unknown>; expect: Record<string, unknown> }> = [
-    { name: 'a target', run: () => of.getBooleanDetails('checkout', false, { targetingKey: 'vip' }), expect: { value: true, reason: 'TARGETING_MATCH', variant: 'on' } },
-    { name: 'a rule', run: () => of.getBooleanDetails('checkout', false, { targetingKey: 'u1', country: 'NL' }), expect: { value: true, reason: 'TARGETING_MATCH', flagMetadata: { ruleId: 'nl' } } },
-    { name: 'the default', run: () => of.getBooleanDetails('checkout', true, { targetingKey: 'u1', country: 'DE' }), expect: { value: false, reason: 'DEFAULT', variant: 'off' } },
-    { name: 'a rollout', run: () => of.getNumberDetails('limit', 0, { targetingKey: 'u1' }), expect: { value: 100, reason: 'SPLIT', variant: 'high' } },
-    { name: 'a disabled flag', run: () => of.getObjectDetails('theme', {}, { targetingKey: 'u1' }), expect: { value: { bg: '#000' }, reason: 'DISABLED' } },
-    { name: 'an unknown flag', run: () => of.getBooleanDetails('nope', true, { targetingKey: 'u1' }), expect: { value: true, errorCode: 'FLAG_NOT_FOUND' } },
-    { name: 'the wrong type', run: () => of.getStringDetails('checkout', 'dflt', { targetingKey: 'u1' }), expect: { value: 'dflt', errorCode: 'TYPE_MISMATCH' } },
+    {
+      name: 'a target',
+      run: () => of.getBooleanDetails('checkout', false, { targetingKey: 'vip' }),
+      expect: { value: true, reason: 'TARGETING_MATCH', variant: 'on' },
+    },
+    {
+      name: 'a rule',
+      run: () => of.getBooleanDetails('checkout', false, { targetingKey: 'u1', country: 'NL' }),
+      expect: { value: true, reason: 'TARGETING_MATCH', flagMetadata: { ruleId: 'nl' } },
+    },
+    {
+      name: 'the default',
+      run: () => of.getBooleanDetails('checkout', true, { targetingKey: 'u1', country: 'DE' }),
+      expect: { value: false, reason: 'DEFAULT', variant: 'off' },
+    },
+    {
+      name: 'a rollout',
+      run: () => of.getNumberDetails('limit', 0, { targetingKey: 'u1' }),
+      expect: { value: 100, reason: 'SPLIT', variant: 'high' },
+    },
+    {
+      name: 'a disabled flag',
+      run: () => of.getObjectDetails('theme', {}, { targetingKey: 'u1' }),
+      expect: { value: { bg: '#000' }, reason: 'DISABLED' },
+    },
+    {
+      name: 'an unknown flag',
+      run: () => of.getBooleanDetails('nope', true, { targetingKey: 'u1' }),
+      expect: { value: true, errorCode: 'FLAG_NOT_FOUND' },
+    },
+    {
+      name: 'the wrong type',
+      run: () => of.getStringDetails('checkout', 'dflt', { targetingKey: 'u1' }),
+      expect: { value: 'dflt', errorCode: 'TYPE_MISMATCH' },
+    },
   ];
   for (const c of cases) t.match(await c.run(), c.expect, c.name);
   let changed: string[] = [];
@@ -310,5 +398,9 @@ t.test('the OpenFeature provider resolves locally and follows changes', async (t
   });
   await h.call('PUT', `${E}/flags/checkout`, { token: tok, body: boolFlag('checkout', { defaultVariation: 'on' }) });
   await waitFor(() => changed.includes('checkout'), 'ConfigurationChanged');
-  t.equal(await of.getBooleanValue('checkout', false, { targetingKey: 'u1', country: 'DE' }), true, 'the change is visible to OpenFeature');
+  t.equal(
+    await of.getBooleanValue('checkout', false, { targetingKey: 'u1', country: 'DE' }),
+    true,
+    'the change is visible to OpenFeature',
+  );
 });

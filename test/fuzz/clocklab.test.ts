@@ -17,7 +17,15 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { repoRoot, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { allowTime, fuzzOptions, fuzzService, unknownMethodDropped, type Endpoint, type KnownBug, type ServiceUnderTest } from './harness.js';
+import {
+  allowTime,
+  fuzzOptions,
+  fuzzService,
+  unknownMethodDropped,
+  type Endpoint,
+  type KnownBug,
+  type ServiceUnderTest,
+} from './harness.js';
 
 interface Fixture {
   /** The lab's own address (the proxy suite sends through the proxy but reads state here). */
@@ -37,16 +45,25 @@ interface LabStarted extends Started {
  */
 function startLabProcess(): Promise<Started> {
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/clocklab/main.js')], {
-    env: { ...process.env, NODE_OPTIONS: '', LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'info', PORT: '0', PROXY_PORT: '0', VC_SEED: '11' },
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      LOGGING_FORMAT: 'json',
+      LOGGING_LEVEL: 'info',
+      PORT: '0',
+      PROXY_PORT: '0',
+      VC_SEED: '11',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const stop = (): Promise<void> => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 3000).unref();
-  });
+  const stop = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 3000).unref();
+    });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`clock lab did not start: ${out}`)), 20_000);
     const seen = (d: Buffer): void => {
@@ -115,32 +132,43 @@ async function rebuild(labBase: string, fx: Fixture): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
   // After the snapshot: markers cannot cross a partition, and the snapshot would never finish.
-  fx.partitionId = (await must(c.post<{ id: string }>('/api/v1/partition', { side_a: ['p4'], side_b: ['victim'] }), 'partition')).id;
+  fx.partitionId = (
+    await must(c.post<{ id: string }>('/api/v1/partition', { side_a: ['p4'], side_b: ['victim'] }), 'partition')
+  ).id;
 }
 
 /** Fails the run when a read-back path does not serve what was accepted. */
 async function served(base: string, path: string, what: string): Promise<any> {
   const r = await api(base).get(path);
-  if (r.status !== 200 || r.body === undefined) throw new Error(`read-back: ${what} (GET ${path}) answered ${r.status} ${r.text.slice(0, 200)}`);
+  if (r.status !== 200 || r.body === undefined)
+    throw new Error(`read-back: ${what} (GET ${path}) answered ${r.status} ${r.text.slice(0, 200)}`);
   return r.body;
 }
 
 /** Reads back an accepted write through every path that returns it. */
-function readBack(kind: 'process' | 'kv' | 'state'): (srv: Started, fx: Fixture, responseText: string) => Promise<void> {
+function readBack(
+  kind: 'process' | 'kv' | 'state',
+): (srv: Started, fx: Fixture, responseText: string) => Promise<void> {
   return async (_srv, fx, text) => {
     const accepted = text === '' ? undefined : (JSON.parse(text) as Record<string, any>);
     if (kind === 'process' && accepted) {
-      const one = await served(fx.labBase, `/api/v1/processes/${encodeURIComponent(accepted['id'])}`, 'the new process');
+      const one = await served(
+        fx.labBase,
+        `/api/v1/processes/${encodeURIComponent(accepted['id'])}`,
+        'the new process',
+      );
       if (one.id !== accepted['id']) throw new Error(`read-back: process ${accepted['id']} came back as ${one.id}`);
       const list = await served(fx.labBase, '/api/v1/processes', 'the process list');
-      if (!list.processes.some((p: { id: string }) => p.id === accepted['id'])) throw new Error(`read-back: process ${accepted['id']} is not listed`);
+      if (!list.processes.some((p: { id: string }) => p.id === accepted['id']))
+        throw new Error(`read-back: process ${accepted['id']} is not listed`);
     }
     if (kind === 'kv' && accepted) {
       const key = accepted['key'] as string;
       const value = accepted['written']?.value as string;
       const read = await served(fx.labBase, `/api/v1/kv/${encodeURIComponent(key)}`, 'the written key');
       const stored = read.versions.map((v: { value: string }) => v.value);
-      if (accepted['outcome'] !== 'conflict' && !stored.includes(value)) throw new Error(`read-back: key ${JSON.stringify(key).slice(0, 80)} does not hold the written value`);
+      if (accepted['outcome'] !== 'conflict' && !stored.includes(value))
+        throw new Error(`read-back: key ${JSON.stringify(key).slice(0, 80)} does not hold the written value`);
       const keys = await served(fx.labBase, '/api/v1/kv', 'the key list');
       if (!keys.keys.includes(key)) throw new Error(`read-back: key ${JSON.stringify(key).slice(0, 80)} is not listed`);
     }
@@ -178,7 +206,13 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'POST', path: '/api/v1/processes', body: () => processBody, cleanup: readBack('process') },
   { method: 'GET', path: '/api/v1/processes/{id}', params: () => ({ id: 'p4' }) },
   { method: 'DELETE', path: '/api/v1/processes/{id}', params: () => ({ id: 'victim' }) },
-  { method: 'POST', path: '/api/v1/processes/{id}/event', params: () => ({ id: 'p2' }), body: () => ({ label: 'work' }), cleanup: readBack('state') },
+  {
+    method: 'POST',
+    path: '/api/v1/processes/{id}/event',
+    params: () => ({ id: 'p2' }),
+    body: () => ({ label: 'work' }),
+    cleanup: readBack('state'),
+  },
   { method: 'POST', path: '/api/v1/processes/{id}/snapshot', params: () => ({ id: 'p2' }) },
   { method: 'POST', path: '/processes/{id}/snapshot', label: 'without /api/v1', params: () => ({ id: 'p3' }) },
   { method: 'GET', path: '/api/v1/snapshots' },
@@ -187,16 +221,32 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/api/v1/snapshots/{id}/verify', params: (fx) => ({ id: fx.snapshotId }) },
   { method: 'GET', path: '/snapshots/{id}/verify', label: 'without /api/v1', params: (fx) => ({ id: fx.snapshotId }) },
   { method: 'POST', path: '/api/v1/messages', body: () => messageBody, cleanup: readBack('state') },
-  { method: 'POST', path: '/api/v1/broadcast', body: () => ({ from: 'p3', payload: 'all' }), cleanup: readBack('state') },
+  {
+    method: 'POST',
+    path: '/api/v1/broadcast',
+    body: () => ({ from: 'p3', payload: 'all' }),
+    cleanup: readBack('state'),
+  },
   { method: 'GET', path: '/api/v1/channels' },
-  { method: 'POST', path: '/api/v1/channels/{from}/{to}/faults', params: () => ({ from: 'p1', to: 'p3' }), body: () => ({ delay_ms: 20, drop_rate: 0.5, reorder: true, reorder_window_ms: 30 }) },
+  {
+    method: 'POST',
+    path: '/api/v1/channels/{from}/{to}/faults',
+    params: () => ({ from: 'p1', to: 'p3' }),
+    body: () => ({ delay_ms: 20, drop_rate: 0.5, reorder: true, reorder_window_ms: 30 }),
+  },
   { method: 'POST', path: '/api/v1/partition', body: () => ({ side_a: ['p1'], side_b: ['p2', 'p3'] }) },
   { method: 'DELETE', path: '/api/v1/partition/{id}', params: (fx) => ({ id: fx.partitionId }) },
   { method: 'DELETE', path: '/api/v1/faults' },
   { method: 'GET', path: '/api/v1/delivery' },
   { method: 'PUT', path: '/api/v1/delivery', body: () => ({ mode: 'immediate' }) },
   { method: 'GET', path: '/api/v1/kv' },
-  { method: 'PUT', path: '/api/v1/kv/{key}', params: () => ({ key: 'k2' }), body: () => kvBody, cleanup: readBack('kv') },
+  {
+    method: 'PUT',
+    path: '/api/v1/kv/{key}',
+    params: () => ({ key: 'k2' }),
+    body: () => kvBody,
+    cleanup: readBack('kv'),
+  },
   { method: 'GET', path: '/api/v1/kv/{key}', params: () => ({ key: 'k1' }), query: () => [['reader', 'p3']] },
   { method: 'GET', path: '/api/v1/scenarios' },
   { method: 'POST', path: '/api/v1/scenarios/{name}/run', params: () => ({ name: 'FalseConflict' }), runsFactor: 0.5 },
@@ -205,7 +255,14 @@ const endpoints: Array<Endpoint<Fixture>> = [
 ];
 
 /** Through the proxy: its own page, and forwarded routes that take bodies, path parameters and queries. */
-const proxyPaths = new Set(['/api/v1/processes', '/api/v1/processes/{id}', '/api/v1/messages', '/api/v1/kv/{key}', '/api/v1/channels/{from}/{to}/faults', '/api/v1/snapshots/{id}/verify']);
+const proxyPaths = new Set([
+  '/api/v1/processes',
+  '/api/v1/processes/{id}',
+  '/api/v1/messages',
+  '/api/v1/kv/{key}',
+  '/api/v1/channels/{from}/{to}/faults',
+  '/api/v1/snapshots/{id}/verify',
+]);
 const proxyEndpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/' },
   { method: 'GET', path: '/index.html' },
@@ -214,7 +271,6 @@ const proxyEndpoints: Array<Endpoint<Fixture>> = [
 
 // HEAD bodies and lost 413s were fixed in src/http/app.ts; only uWS's parser limit remains.
 const knownBugs: KnownBug[] = [unknownMethodDropped];
-
 
 const hostileHeaders: Array<Record<string, string | null>> = [
   { authorization: 'Bearer' },
@@ -246,8 +302,13 @@ function lab(name: string, viaProxy: boolean, eps: Array<Endpoint<Fixture>>): Se
 
 allowTime(t, fuzzOptions(10), endpoints.length + proxyEndpoints.length);
 await t.test('the clock lab itself', (t) => fuzzService(t, lab('clock lab', false, endpoints), fuzzOptions(10)));
-await t.test('the clock lab through its browser-facing proxy', (t) => fuzzService(t, lab('clock lab proxy', true, proxyEndpoints), fuzzOptions(4)));
-t.test('every event published while fuzzing reached /ws as one parseable event, the replays on connect included', async (t) => {
-  t.same(frames.bad, [], 'no frame failed to parse');
-  t.ok(frames.parsed > 0, `${frames.parsed} frames parsed`);
-});
+await t.test('the clock lab through its browser-facing proxy', (t) =>
+  fuzzService(t, lab('clock lab proxy', true, proxyEndpoints), fuzzOptions(4)),
+);
+t.test(
+  'every event published while fuzzing reached /ws as one parseable event, the replays on connect included',
+  async (t) => {
+    t.same(frames.bad, [], 'no frame failed to parse');
+    t.ok(frames.parsed > 0, `${frames.parsed} frames parsed`);
+  },
+);

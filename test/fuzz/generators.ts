@@ -9,7 +9,10 @@ import fc from 'fast-check';
 
 /** A JSON fragment written into a body verbatim (numbers JSON.stringify cannot spell, deep nesting). */
 export class RawJson {
-  constructor(readonly text: string, readonly label: string) {}
+  constructor(
+    readonly text: string,
+    readonly label: string,
+  ) {}
 }
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
@@ -55,31 +58,113 @@ export function longArray(n: number): RawJson {
 }
 
 /** Every C0 control character, DEL and the C1/Unicode line breaks, in one string. */
-export const controlChars = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('') + '\u007f\u0085\u2028\u2029';
+export const controlChars =
+  Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('') + '\u007f\u0085\u2028\u2029';
 
-export const deepArrays = (levels = deepNestingLevels): RawJson => new RawJson('['.repeat(levels) + ']'.repeat(levels), `${levels} nested arrays`);
-export const deepObjects = (levels = deepNestingLevels): RawJson => new RawJson('{"a":'.repeat(levels) + '1' + '}'.repeat(levels), `${levels} nested objects`);
+export const deepArrays = (levels = deepNestingLevels): RawJson =>
+  new RawJson('['.repeat(levels) + ']'.repeat(levels), `${levels} nested arrays`);
+export const deepObjects = (levels = deepNestingLevels): RawJson =>
+  new RawJson('{"a":'.repeat(levels) + '1' + '}'.repeat(levels), `${levels} nested objects`);
 
 /** Numbers at the edges, some only expressible as raw JSON text (parsed to Infinity or -0). */
 export const edgeNumbers: Hostile[] = [
-  0, -1, 1, 0.5, -0.5, 64, 65, 1e308, -1e308, 5e-324, 2 ** 31, 2 ** 53 + 2, -(2 ** 63), 2 ** 64,
-  new RawJson('-0', '-0'), new RawJson('1e999', '1e999 (Infinity)'), new RawJson('-1e999', '-1e999 (-Infinity)'),
-  new RawJson('1E400', '1E400'), new RawJson('123456789012345678901234567890', '30-digit integer'),
+  0,
+  -1,
+  1,
+  0.5,
+  -0.5,
+  64,
+  65,
+  1e308,
+  -1e308,
+  5e-324,
+  2 ** 31,
+  2 ** 53 + 2,
+  -(2 ** 63),
+  2 ** 64,
+  new RawJson('-0', '-0'),
+  new RawJson('1e999', '1e999 (Infinity)'),
+  new RawJson('-1e999', '-1e999 (-Infinity)'),
+  new RawJson('1E400', '1E400'),
+  new RawJson('123456789012345678901234567890', '30-digit integer'),
   new RawJson('0.0000000000000000000000000000001', 'tiny decimal'),
 ];
 
 /** Strings that break naive code: number look-alikes, encodings, traversal, prototype keys, control characters. */
 export const edgeStrings: string[] = [
-  '', ' ', 'NaN', 'Infinity', '-Infinity', '-0', '1e308', '0x10', '1_000', 'true', 'null', 'undefined',
-  '\u0000', 'a\u0000b', controlChars, '\u0001\u001b[31m', '\uD800', '\uDFFF', 'x\uDBFF', '\uFEFF', '\u202E', '\u2028\u2029', '\r\n', '\t',
-  '😀', 'e\u0301', '\uFFFF', '%', '%2F', '%00', '../..', '..', '.', '/', '\\', '*', '?', '#',
-  '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf',
-  "' OR 1=1 --", '"; DROP TABLE flags; --', '$where', '{{7*7}}', '${7*7}', '<script>alert(1)</script>',
-  '(a+)+$', '((((((((((a*)*)*)*)*)*)*)*)*)*)*b', '[', 'a'.repeat(1025), 'é'.repeat(300),
+  '',
+  ' ',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '-0',
+  '1e308',
+  '0x10',
+  '1_000',
+  'true',
+  'null',
+  'undefined',
+  '\u0000',
+  'a\u0000b',
+  controlChars,
+  '\u0001\u001b[31m',
+  '\uD800',
+  '\uDFFF',
+  'x\uDBFF',
+  '\uFEFF',
+  '\u202E',
+  '\u2028\u2029',
+  '\r\n',
+  '\t',
+  '😀',
+  'e\u0301',
+  '\uFFFF',
+  '%',
+  '%2F',
+  '%00',
+  '../..',
+  '..',
+  '.',
+  '/',
+  '\\',
+  '*',
+  '?',
+  '#',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  "' OR 1=1 --",
+  '"; DROP TABLE flags; --',
+  '$where',
+  '{{7*7}}',
+  '${7*7}',
+  '<script>alert(1)</script>',
+  '(a+)+$',
+  '((((((((((a*)*)*)*)*)*)*)*)*)*)*b',
+  '[',
+  'a'.repeat(1025),
+  'é'.repeat(300),
 ];
 
 /** Keys that poke at prototype handling and object-as-map code. */
-export const edgeKeys: string[] = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '', ' ', '\u0000', 'a.b', 'a/b', '..', '😀', 'x'.repeat(300)];
+export const edgeKeys: string[] = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  '',
+  ' ',
+  '\u0000',
+  'a.b',
+  'a/b',
+  '..',
+  '😀',
+  'x'.repeat(300),
+];
 
 /** UTF-16 strings of any code unit, so lone surrogates and NUL come up. */
 export const utf16String = (maxLength = 40): fc.Arbitrary<string> =>
@@ -99,18 +184,20 @@ const anyNumber: fc.Arbitrary<Hostile> = fc.oneof(
 );
 
 /** Large and deep values: costly, so rare in random runs (the fixed corpus sends each once per endpoint). */
-const bigValue: fc.Arbitrary<Hostile> = fc.constantFrom<() => Hostile>(
-  () => hugeString(),
-  () => deepArrays(),
-  () => deepObjects(),
-  () => deepArrays(200),
-  () => deepArrays(edgeNestingLevels + 1),
-  () => deepObjects(edgeNestingLevels),
-  () => deepObjects(5000),
-  () => Array.from({ length: 5000 }, (_, i) => i),
-  () => longArray(edgeValuesMax + 1),
-  () => controlChars,
-).map((f) => f());
+const bigValue: fc.Arbitrary<Hostile> = fc
+  .constantFrom<() => Hostile>(
+    () => hugeString(),
+    () => deepArrays(),
+    () => deepObjects(),
+    () => deepArrays(200),
+    () => deepArrays(edgeNestingLevels + 1),
+    () => deepObjects(edgeNestingLevels),
+    () => deepObjects(5000),
+    () => Array.from({ length: 5000 }, (_, i) => i),
+    () => longArray(edgeValuesMax + 1),
+    () => controlChars,
+  )
+  .map((f) => f());
 
 /** Any hostile JSON value. */
 export const hostileValue: fc.Arbitrary<Hostile> = fc.letrec<{ value: Hostile }>((tie) => ({
@@ -121,7 +208,12 @@ export const hostileValue: fc.Arbitrary<Hostile> = fc.letrec<{ value: Hostile }>
     { weight: 5, arbitrary: anyString },
     { weight: 1, arbitrary: bigValue },
     { weight: 2, arbitrary: fc.array(tie('value'), { maxLength: 4 }) },
-    { weight: 2, arbitrary: fc.dictionary(fc.oneof(fc.constantFrom(...edgeKeys), fc.string({ maxLength: 8 })), tie('value'), { maxKeys: 4 }) },
+    {
+      weight: 2,
+      arbitrary: fc.dictionary(fc.oneof(fc.constantFrom(...edgeKeys), fc.string({ maxLength: 8 })), tie('value'), {
+        maxKeys: 4,
+      }),
+    },
   ),
 })).value;
 
@@ -137,8 +229,23 @@ export type Mutation =
 export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('replace' as const), at: fc.nat(), value: hostileValue }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('delete' as const), at: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('add' as const), at: fc.nat(), key: fc.oneof(fc.constantFrom(...edgeKeys), fc.string({ maxLength: 10 })), value: hostileValue }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('wrap' as const), at: fc.nat(), how: fc.constantFrom('array' as const, 'object' as const, 'string' as const) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('add' as const),
+      at: fc.nat(),
+      key: fc.oneof(fc.constantFrom(...edgeKeys), fc.string({ maxLength: 10 })),
+      value: hostileValue,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('wrap' as const),
+      at: fc.nat(),
+      how: fc.constantFrom('array' as const, 'object' as const, 'string' as const),
+    }),
+  },
 );
 
 type PathStep = string | number;
@@ -159,7 +266,13 @@ function clone(v: Hostile): Hostile {
   if (Array.isArray(v)) return v.map(clone);
   if (isContainer(v)) {
     const o: { [k: string]: Hostile } = {};
-    for (const k of Object.keys(v)) Object.defineProperty(o, k, { value: clone(v[k] as Hostile), enumerable: true, writable: true, configurable: true });
+    for (const k of Object.keys(v))
+      Object.defineProperty(o, k, {
+        value: clone(v[k] as Hostile),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return o;
   }
   return v;
@@ -211,7 +324,10 @@ export function applyMutations(seed: Hostile, mutations: readonly Mutation[]): H
         const value = clone(m.value);
         if (Array.isArray(node)) node.push(value);
         else if (isContainer(node)) setOwn(node, m.key, value);
-        else replaceWith(Object.defineProperty({}, m.key, { value, enumerable: true, writable: true, configurable: true }));
+        else
+          replaceWith(
+            Object.defineProperty({}, m.key, { value, enumerable: true, writable: true, configurable: true }),
+          );
         break;
       }
       case 'wrap':
@@ -230,7 +346,10 @@ export function applyMutations(seed: Hostile, mutations: readonly Mutation[]): H
 export function serialize(v: Hostile): string {
   if (v instanceof RawJson) return v.text;
   if (Array.isArray(v)) return `[${v.map(serialize).join(',')}]`;
-  if (isContainer(v)) return `{${Object.keys(v).map((k) => `${JSON.stringify(k)}:${serialize(v[k] as Hostile)}`).join(',')}}`;
+  if (isContainer(v))
+    return `{${Object.keys(v)
+      .map((k) => `${JSON.stringify(k)}:${serialize(v[k] as Hostile)}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
@@ -265,17 +384,27 @@ export const rawBodies: Array<{ label: string; bytes: Uint8Array }> = [
   ['constructor.prototype', '{"constructor":{"prototype":{"polluted":true}}}'],
   ['escaped lone surrogate', '{"a":"\\ud800"}'],
   ['escaped NUL', '{"a":"\\u0000"}'],
-].map(([label, text]) => ({ label: label as string, bytes: Buffer.from(text as string, 'utf8') }))
+]
+  .map(([label, text]) => ({ label: label as string, bytes: Buffer.from(text as string, 'utf8') }))
   .concat([
     { label: 'UTF-8 BOM then {}', bytes: Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]) },
-    { label: 'invalid UTF-8 in a string', bytes: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0xed, 0xa0, 0x80, 0xff, 0x22, 0x7d]) },
+    {
+      label: 'invalid UTF-8 in a string',
+      bytes: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0xed, 0xa0, 0x80, 0xff, 0x22, 0x7d]),
+    },
     { label: 'raw NUL bytes', bytes: Buffer.from([0, 0, 0, 0]) },
     { label: 'gzip magic', bytes: Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00]) },
     { label: 'UTF-16LE {}', bytes: Buffer.from('{}', 'utf16le') },
   ]);
 
 export const bodyRecipeArb: fc.Arbitrary<BodyRecipe> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('mutated' as const), mutations: fc.array(mutationArb, { minLength: 1, maxLength: 4 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('mutated' as const),
+      mutations: fc.array(mutationArb, { minLength: 1, maxLength: 4 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('json' as const), value: hostileValue }) },
   {
     weight: 2,
@@ -291,11 +420,59 @@ export const bodyRecipeArb: fc.Arbitrary<BodyRecipe> = fc.oneof(
 
 /** A path segment as sent on the wire (already percent-encoded, or deliberately mis-encoded). */
 export const hostileSegments: string[] = [
-  '%2F', 'a%2Fb', '..', '%2e%2e', '%2E%2E', '.', '%2e', '..%2F..%2Fetc%2Fpasswd', '%2e%2e%2f', '%5C', '%00', 'a%00b',
-  '%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', '%F0%9F%98%80', '%FF%FE', '%20', '+', ';', ';a=b', '%3F', '%23', '*', '~',
-  '__proto__', 'constructor', 'toString', 'a'.repeat(5000), 'x'.repeat(129), 'a'.repeat(65), 'A', '-', '_', '0', '-1', '1e308',
+  '%2F',
+  'a%2Fb',
+  '..',
+  '%2e%2e',
+  '%2E%2E',
+  '.',
+  '%2e',
+  '..%2F..%2Fetc%2Fpasswd',
+  '%2e%2e%2f',
+  '%5C',
+  '%00',
+  'a%00b',
+  '%',
+  '%zz',
+  '%E0%A4%A',
+  '%ED%A0%80',
+  '%C0%AF',
+  '%F0%9F%98%80',
+  '%FF%FE',
+  '%20',
+  '+',
+  ';',
+  ';a=b',
+  '%3F',
+  '%23',
+  '*',
+  '~',
+  '__proto__',
+  'constructor',
+  'toString',
+  'a'.repeat(5000),
+  'x'.repeat(129),
+  'a'.repeat(65),
+  'A',
+  '-',
+  '_',
+  '0',
+  '-1',
+  '1e308',
   // Not percent-encoded: Latin-1 bytes (invalid UTF-8 on the wire), characters URLs must escape, raw UTF-8.
-  '\u00e9', '\u00ff\u00fe', '"', '<x>', '{}', '|', '^', '`', '\\', '\u00e9\u00e9/..', 'caf\u00e9', 'p\u00e9\u{1F600}', '\u{1F600}',
+  '\u00e9',
+  '\u00ff\u00fe',
+  '"',
+  '<x>',
+  '{}',
+  '|',
+  '^',
+  '`',
+  '\\',
+  '\u00e9\u00e9/..',
+  'caf\u00e9',
+  'p\u00e9\u{1F600}',
+  '\u{1F600}',
 ];
 
 /** Percent-encodes every UTF-8 byte that is not unreserved (lone surrogates become U+FFFD). */
@@ -331,8 +508,27 @@ export const pathRecipeArb: fc.Arbitrary<PathRecipe> = fc.record({
 
 /** Raw query fragments: repeated keys, empty names, bad percent escapes, prototype names. */
 export const oddQueryParts = [
-  '&', '&&&', '=', '==', '=x', 'a', 'a=', 'a=%', 'a=%zz', 'a=%ED%A0%80', 'a=%00', 'a=+%2B+', 'a[]=1', 'a[b]=1',
-  '__proto__=1', 'constructor=1', 'toString=1', `a=${'q'.repeat(4000)}`, 'a=%F0%9F%98%80', 'a=1;b=2', '%3D=%26',
+  '&',
+  '&&&',
+  '=',
+  '==',
+  '=x',
+  'a',
+  'a=',
+  'a=%',
+  'a=%zz',
+  'a=%ED%A0%80',
+  'a=%00',
+  'a=+%2B+',
+  'a[]=1',
+  'a[b]=1',
+  '__proto__=1',
+  'constructor=1',
+  'toString=1',
+  `a=${'q'.repeat(4000)}`,
+  'a=%F0%9F%98%80',
+  'a=1;b=2',
+  '%3D=%26',
 ];
 
 /** How the query string is made from the endpoint's valid pairs. */
@@ -343,11 +539,27 @@ export interface QueryRecipe {
   extra: string[];
 }
 
-const queryValue: fc.Arbitrary<string> = fc.oneof(fc.constantFrom(...edgeStrings).map(encodeSegment), fc.constantFrom('%', '%zz', '%ED%A0%80', '+', '0', '-1', '1.5', 'true', '1e999', 'NaN'), utf16String(12).map(encodeSegment));
+const queryValue: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom(...edgeStrings).map(encodeSegment),
+  fc.constantFrom('%', '%zz', '%ED%A0%80', '+', '0', '-1', '1.5', 'true', '1e999', 'NaN'),
+  utf16String(12).map(encodeSegment),
+);
 
 export const queryRecipeArb: fc.Arbitrary<QueryRecipe> = fc.record({
-  perKey: fc.array(fc.record({ how: fc.constantFrom('keep' as const, 'drop' as const, 'repeat' as const, 'replace' as const), values: fc.array(queryValue, { minLength: 1, maxLength: 3 }) }), { maxLength: 4 }),
-  extra: fc.array(fc.oneof(fc.constantFrom(...oddQueryParts), fc.tuple(utf16String(6), utf16String(6)).map(([k, v]) => `${encodeSegment(k)}=${encodeSegment(v)}`)), { maxLength: 3 }),
+  perKey: fc.array(
+    fc.record({
+      how: fc.constantFrom('keep' as const, 'drop' as const, 'repeat' as const, 'replace' as const),
+      values: fc.array(queryValue, { minLength: 1, maxLength: 3 }),
+    }),
+    { maxLength: 4 },
+  ),
+  extra: fc.array(
+    fc.oneof(
+      fc.constantFrom(...oddQueryParts),
+      fc.tuple(utf16String(6), utf16String(6)).map(([k, v]) => `${encodeSegment(k)}=${encodeSegment(v)}`),
+    ),
+    { maxLength: 3 },
+  ),
 });
 
 /** Renders the query: the valid pairs edited by the recipe, then the raw extras. */
@@ -368,8 +580,16 @@ export function renderQuery(valid: ReadonlyArray<readonly [string, string]>, rec
 
 /** Content-Type values a client might send (undefined: none at all). */
 export const contentTypes: Array<string | undefined> = [
-  'application/json', undefined, 'text/plain', 'application/json; charset=iso-8859-1', 'application/x-www-form-urlencoded',
-  'multipart/form-data; boundary=x', 'application/octet-stream', '*/*', 'application/json, text/plain', 'APPLICATION/JSON',
+  'application/json',
+  undefined,
+  'text/plain',
+  'application/json; charset=iso-8859-1',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/octet-stream',
+  '*/*',
+  'application/json, text/plain',
+  'APPLICATION/JSON',
 ];
 
 /** Methods besides the endpoint's own. HEAD is included; harness.ts decides what a HEAD answer may look like. */

@@ -14,10 +14,34 @@ import type { Test } from 'tap';
 import WebSocket from 'ws';
 import type { Started } from '../helpers/server.js';
 import {
-  applyMutations, bodyCapBytes, bodyRecipeArb, contentTypes, controlChars, deepArrays, deepObjects, edgeNestingLevels, edgeNumbers, edgeValuesMax,
-  encodeSegment, hostileSegments, hugeString, longArray, stringFilling,
-  otherMethods, pathRecipeArb, queryRecipeArb, rawBodies, renderQuery, serialize, utf16String, type BodyRecipe, type Hostile, type Mutation,
-  type PathRecipe, type QueryRecipe, RawJson,
+  applyMutations,
+  bodyCapBytes,
+  bodyRecipeArb,
+  contentTypes,
+  controlChars,
+  deepArrays,
+  deepObjects,
+  edgeNestingLevels,
+  edgeNumbers,
+  edgeValuesMax,
+  encodeSegment,
+  hostileSegments,
+  hugeString,
+  longArray,
+  stringFilling,
+  otherMethods,
+  pathRecipeArb,
+  queryRecipeArb,
+  rawBodies,
+  renderQuery,
+  serialize,
+  utf16String,
+  type BodyRecipe,
+  type Hostile,
+  type Mutation,
+  type PathRecipe,
+  type QueryRecipe,
+  RawJson,
 } from './generators.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -132,7 +156,8 @@ const oversizeBytes = 1024 * 1024;
  */
 export function send(port: number, wire: Wire, timeoutMs: number, stream = false): Promise<Reply> {
   // Node's client refuses paths with characters above U+00FF; those go raw (UTF-8) like the big bodies.
-  if ((wire.body !== undefined && wire.body.byteLength > oversizeBytes) || /[\u0100-\uffff]/.test(wire.path)) return sendOverSocket(port, wire, timeoutMs);
+  if ((wire.body !== undefined && wire.body.byteLength > oversizeBytes) || /[\u0100-\uffff]/.test(wire.path))
+    return sendOverSocket(port, wire, timeoutMs);
   const started = Date.now();
   return new Promise((resolve) => {
     let done = false;
@@ -156,7 +181,15 @@ export function send(port: number, wire: Wire, timeoutMs: number, stream = false
         }
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => finish({ kind: 'response', status: res.statusCode ?? 0, contentType, text: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - started }));
+        res.on('end', () =>
+          finish({
+            kind: 'response',
+            status: res.statusCode ?? 0,
+            contentType,
+            text: Buffer.concat(chunks).toString('utf8'),
+            ms: Date.now() - started,
+          }),
+        );
         res.on('error', (err) => finish({ kind: 'error', message: err.message }));
       });
     } catch (err) {
@@ -193,11 +226,21 @@ function sendOverSocket(port: number, wire: Wire, timeoutMs: number): Promise<Re
       if (end < 0) return undefined;
       const head = all.subarray(0, end).toString('latin1').split('\r\n');
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head[0] ?? '')?.[1] ?? 0);
-      const header = (name: string): string | undefined => head.find((h) => h.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
+      const header = (name: string): string | undefined =>
+        head
+          .find((h) => h.toLowerCase().startsWith(`${name}:`))
+          ?.slice(name.length + 1)
+          .trim();
       const length = Number(header('content-length') ?? NaN);
       const rest = all.subarray(end + 4);
       if (Number.isFinite(length) && rest.byteLength < length) return undefined;
-      return { kind: 'response', status, contentType: header('content-type') ?? '', text: rest.subarray(0, Number.isFinite(length) ? length : undefined).toString('utf8'), ms: Date.now() - started };
+      return {
+        kind: 'response',
+        status,
+        contentType: header('content-type') ?? '',
+        text: rest.subarray(0, Number.isFinite(length) ? length : undefined).toString('utf8'),
+        ms: Date.now() - started,
+      };
     };
     const finish = (r: Reply): void => {
       if (done) return;
@@ -212,17 +255,36 @@ function sendOverSocket(port: number, wire: Wire, timeoutMs: number): Promise<Re
       const r = parse();
       if (r) finish(r);
     });
-    const closed = (why: string): void => finish(parse() ?? { kind: 'error', message: `${why} before a complete response (${Buffer.concat(got).byteLength} bytes received)` });
+    const closed = (why: string): void =>
+      finish(
+        parse() ?? {
+          kind: 'error',
+          message: `${why} before a complete response (${Buffer.concat(got).byteLength} bytes received)`,
+        },
+      );
     sock.on('error', (err) => closed(err.message));
     sock.on('close', () => closed('connection closed'));
-    const framing = wire.body === undefined ? {} : wire.chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.byteLength) };
+    const framing =
+      wire.body === undefined
+        ? {}
+        : wire.chunked
+          ? { 'transfer-encoding': 'chunked' }
+          : { 'content-length': String(body.byteLength) };
     const headers = { ...wire.headers, host: `127.0.0.1:${port}`, ...framing };
-    sock.write(`${wire.method} ${wire.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+    sock.write(
+      `${wire.method} ${wire.path} HTTP/1.1\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`,
+    );
     const sendBody = (): void => {
       const step = 64 * 1024;
       for (let i = 0; i < body.byteLength && !sock.destroyed && !done; i += step) {
         const part = body.subarray(i, i + step);
-        sock.write(wire.chunked ? Buffer.concat([Buffer.from(`${part.byteLength.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part);
+        sock.write(
+          wire.chunked
+            ? Buffer.concat([Buffer.from(`${part.byteLength.toString(16)}\r\n`), part, Buffer.from('\r\n')])
+            : part,
+        );
       }
       if (wire.chunked && !sock.destroyed && !done) sock.write('0\r\n\r\n');
     };
@@ -239,12 +301,19 @@ export function judge(reply: Reply, method: string): string | undefined {
   const s = reply.status;
   if (s >= 200 && s < 300) {
     // A success that says it is JSON must be JSON.
-    if (method !== 'HEAD' && reply.text !== '' && reply.contentType.includes('application/json') && parseJson(reply.text) === undefined) return `${s} with a body that is not the JSON it claims: ${clip(reply.text, 120)}`;
+    if (
+      method !== 'HEAD' &&
+      reply.text !== '' &&
+      reply.contentType.includes('application/json') &&
+      parseJson(reply.text) === undefined
+    )
+      return `${s} with a body that is not the JSON it claims: ${clip(reply.text, 120)}`;
     return undefined;
   }
   if (s >= 400 && s < 500) {
     if (method === 'HEAD') return undefined;
-    if (!reply.contentType.includes('application/json')) return `${s} with content-type ${JSON.stringify(reply.contentType)}, not JSON`;
+    if (!reply.contentType.includes('application/json'))
+      return `${s} with content-type ${JSON.stringify(reply.contentType)}, not JSON`;
     let body: unknown;
     try {
       body = JSON.parse(reply.text);
@@ -252,7 +321,8 @@ export function judge(reply: Reply, method: string): string | undefined {
       return `${s} with a body that is not JSON: ${clip(reply.text, 120)}`;
     }
     const error = (body as { error?: unknown } | null)?.error;
-    if (typeof error !== 'string' || error.length === 0) return `${s} without an {error: string} body: ${clip(reply.text, 120)}`;
+    if (typeof error !== 'string' || error.length === 0)
+      return `${s} without an {error: string} body: ${clip(reply.text, 120)}`;
     return undefined;
   }
   return `status ${s}: ${clip(reply.text, 200)}`;
@@ -280,19 +350,25 @@ export function endpointName(ep: Endpoint<unknown>): string {
 }
 
 function paramNames(ep: Endpoint<unknown>): string[] {
-  return ep.path.split('/').map((s) => paramRe.exec(s)?.[1]).filter((x): x is string => x !== undefined);
+  return ep.path
+    .split('/')
+    .map((s) => paramRe.exec(s)?.[1])
+    .filter((x): x is string => x !== undefined);
 }
 
 export function build<F>(svc: ServiceUnderTest<F>, ep: Endpoint<F>, c: Case, fx: F): Wire {
   const params = ep.params?.(fx) ?? {};
   const names = paramNames(ep as Endpoint<unknown>);
   const replaced = c.path?.replace && names.length > 0 ? names[c.path.replace.index % names.length] : undefined;
-  let path = ep.path.split('/').map((seg) => {
-    const name = paramRe.exec(seg)?.[1];
-    if (name === undefined) return seg;
-    if (name === replaced) return c.path?.replace?.segment ?? '';
-    return encodeSegment(params[name] ?? '');
-  }).join('/');
+  let path = ep.path
+    .split('/')
+    .map((seg) => {
+      const name = paramRe.exec(seg)?.[1];
+      if (name === undefined) return seg;
+      if (name === replaced) return c.path?.replace?.segment ?? '';
+      return encodeSegment(params[name] ?? '');
+    })
+    .join('/');
   if (c.path?.replace && names.length === 0) path += `/${c.path.replace.segment}`;
   path += c.path?.tail ?? '';
   path += renderQuery(ep.query?.(fx) ?? [], c.query);
@@ -343,11 +419,21 @@ export function build<F>(svc: ServiceUnderTest<F>, ep: Endpoint<F>, c: Case, fx:
     const ct = c.contentType === undefined ? 'application/json' : contentTypes[c.contentType % contentTypes.length];
     if (ct !== undefined) headers['content-type'] = ct;
   }
-  return { method: c.method ?? ep.method, path, headers, body, chunked: c.chunked ?? false, waitForEarlyAnswer: c.waitForEarlyAnswer ?? false, bodyLabel };
+  return {
+    method: c.method ?? ep.method,
+    path,
+    headers,
+    body,
+    chunked: c.chunked ?? false,
+    waitForEarlyAnswer: c.waitForEarlyAnswer ?? false,
+    bodyLabel,
+  };
 }
 
 export function describe(wire: Wire): string {
-  const hdr = Object.entries(wire.headers).filter(([k]) => k !== 'authorization' || !/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/.test(wire.headers[k] ?? '')).map(([k, v]) => `${k}: ${clip(v, 60)}`);
+  const hdr = Object.entries(wire.headers)
+    .filter(([k]) => k !== 'authorization' || !/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/.test(wire.headers[k] ?? ''))
+    .map(([k, v]) => `${k}: ${clip(v, 60)}`);
   return (
     `${wire.method} ${clip(wire.path, 200)}${hdr.length ? ` [${hdr.join('; ')}]` : ''}` +
     `${wire.chunked ? ' (chunked)' : ''}${wire.waitForEarlyAnswer ? ' (body held until an early answer)' : ''} ` +
@@ -372,13 +458,29 @@ export function caseArb<F>(svc: ServiceUnderTest<F>, ep: Endpoint<F>): fc.Arbitr
     { weight: hasQuery ? 3 : 1, arbitrary: queryRecipeArb.map((query): Case => ({ query, body: valid })) },
     {
       weight: 1,
-      arbitrary: fc.record({ h: fc.option(fc.nat(headerCount - 1), { nil: undefined }), ct: fc.option(fc.nat(contentTypes.length - 1), { nil: undefined }) })
-        .map(({ h, ct }): Case => ({ body: valid, ...(h !== undefined ? { headers: h } : {}), ...(ct !== undefined ? { contentType: ct } : {}) })),
+      arbitrary: fc
+        .record({
+          h: fc.option(fc.nat(headerCount - 1), { nil: undefined }),
+          ct: fc.option(fc.nat(contentTypes.length - 1), { nil: undefined }),
+        })
+        .map(
+          ({ h, ct }): Case => ({
+            body: valid,
+            ...(h !== undefined ? { headers: h } : {}),
+            ...(ct !== undefined ? { contentType: ct } : {}),
+          }),
+        ),
     },
     { weight: 1, arbitrary: fc.constantFrom(...otherMethods).map((method): Case => ({ method, body: valid })) },
     {
       weight: 1,
-      arbitrary: fc.record({ path: pathRecipeArb, query: queryRecipeArb, body: bodyRecipeArb, h: fc.option(fc.nat(headerCount - 1), { nil: undefined }) })
+      arbitrary: fc
+        .record({
+          path: pathRecipeArb,
+          query: queryRecipeArb,
+          body: bodyRecipeArb,
+          h: fc.option(fc.nat(headerCount - 1), { nil: undefined }),
+        })
         .map(({ path, query, body, h }): Case => ({ path, query, body, ...(h !== undefined ? { headers: h } : {}) })),
     },
   );
@@ -386,7 +488,8 @@ export function caseArb<F>(svc: ServiceUnderTest<F>, ep: Endpoint<F>): fc.Arbitr
 
 /** Top-level fields of a valid body (for per-field corpus cases). */
 function topFields(seed: Hostile | undefined): string[] {
-  if (seed === undefined || seed === null || typeof seed !== 'object' || Array.isArray(seed) || seed instanceof RawJson) return [];
+  if (seed === undefined || seed === null || typeof seed !== 'object' || Array.isArray(seed) || seed instanceof RawJson)
+    return [];
   return Object.keys(seed);
 }
 
@@ -396,7 +499,8 @@ function fieldNodeIndex(seed: Hostile, field: string): number {
   const walk = (v: Hostile): number => {
     let n = 1;
     if (Array.isArray(v)) for (const c of v) n += walk(c);
-    else if (v !== null && typeof v === 'object' && !(v instanceof RawJson)) for (const k of Object.keys(v)) n += walk(v[k] as Hostile);
+    else if (v !== null && typeof v === 'object' && !(v instanceof RawJson))
+      for (const k of Object.keys(v)) n += walk(v[k] as Hostile);
     return n;
   };
   for (const k of Object.keys(seed as Record<string, Hostile>)) {
@@ -419,69 +523,140 @@ export function corpus<F>(ep: Endpoint<F>, fx: F, full: boolean): Case[] {
   const m = (label: string, mutations: Mutation[]): Case => ({ label, body: { kind: 'mutated', mutations } });
   if (takesBody) {
     // An endpoint without a body gets the malformed ones only: a well-formed one is ignored (a 2xx).
-    const rawLabels = seed !== undefined
-      ? ['truncated object', 'two documents', '__proto__ key', 'invalid UTF-8 in a string', 'raw NUL bytes', 'a string', 'escaped lone surrogate']
-      : ['truncated object', 'invalid UTF-8 in a string', 'raw NUL bytes'];
+    const rawLabels =
+      seed !== undefined
+        ? [
+            'truncated object',
+            'two documents',
+            '__proto__ key',
+            'invalid UTF-8 in a string',
+            'raw NUL bytes',
+            'a string',
+            'escaped lone surrogate',
+          ]
+        : ['truncated object', 'invalid UTF-8 in a string', 'raw NUL bytes'];
     // null is sent below, for every body route.
-    const raws = full ? rawBodies.filter((r) => r.label !== 'null') : rawBodies.filter((r) => rawLabels.includes(r.label));
+    const raws = full
+      ? rawBodies.filter((r) => r.label !== 'null')
+      : rawBodies.filter((r) => rawLabels.includes(r.label));
     for (const r of raws) out.push({ label: `raw: ${r.label}`, body: { kind: 'raw', bytes: r.bytes, label: r.label } });
     // Empty and null bodies: a PUT that takes a body must refuse them (issue 16: one wiped a segment with a 200).
-    const mustRefuse = ep.method === 'PUT' && seed !== undefined ? 'a PUT with an empty or null body must be a 400, not replace the record' : undefined;
+    const mustRefuse =
+      ep.method === 'PUT' && seed !== undefined
+        ? 'a PUT with an empty or null body must be a 400, not replace the record'
+        : undefined;
     const refuse = mustRefuse ? { mustRefuse } : {};
     out.push({ label: 'no body at all', body: { kind: 'none' }, ...refuse });
-    out.push({ label: 'empty body (Content-Length: 0)', body: { kind: 'raw', bytes: new Uint8Array(0), label: 'empty' }, ...refuse });
+    out.push({
+      label: 'empty body (Content-Length: 0)',
+      body: { kind: 'raw', bytes: new Uint8Array(0), label: 'empty' },
+      ...refuse,
+    });
     out.push({ label: 'null body', body: { kind: 'raw', bytes: Buffer.from('null'), label: 'null' }, ...refuse });
     // Nesting at and past the adapter's limit (64 levels), and far past it.
-    out.push({ label: `${deepObjects(edgeNestingLevels).label} as the body (at the edge limit)`, body: { kind: 'json', value: deepObjects(edgeNestingLevels) } });
-    out.push({ label: `${deepArrays(edgeNestingLevels + 1).label} as the body (one past the edge limit)`, body: { kind: 'json', value: deepArrays(edgeNestingLevels + 1) } });
+    out.push({
+      label: `${deepObjects(edgeNestingLevels).label} as the body (at the edge limit)`,
+      body: { kind: 'json', value: deepObjects(edgeNestingLevels) },
+    });
+    out.push({
+      label: `${deepArrays(edgeNestingLevels + 1).label} as the body (one past the edge limit)`,
+      body: { kind: 'json', value: deepArrays(edgeNestingLevels + 1) },
+    });
     out.push({ label: `${deepObjects(5000).label} as the body`, body: { kind: 'json', value: deepObjects(5000) } });
     out.push({ label: `${deepArrays().label} as the body`, body: { kind: 'json', value: deepArrays() } });
-    out.push({ label: `${longArray(edgeValuesMax + 1).label} as the body (past the values limit)`, body: { kind: 'json', value: longArray(edgeValuesMax + 1) } });
-    out.push({ label: 'body over 1 MiB (declared; held until an early answer)', waitForEarlyAnswer: true, body: { kind: 'json', value: 'z'.repeat(1100 * 1024) } });
-    out.push({ label: 'body over 1 MiB (declared; sent at once)', body: { kind: 'json', value: 'z'.repeat(1100 * 1024) } });
-    out.push({ label: 'body over 1 MiB (chunked)', chunked: true, body: { kind: 'json', value: 'z'.repeat(1100 * 1024) } });
+    out.push({
+      label: `${longArray(edgeValuesMax + 1).label} as the body (past the values limit)`,
+      body: { kind: 'json', value: longArray(edgeValuesMax + 1) },
+    });
+    out.push({
+      label: 'body over 1 MiB (declared; held until an early answer)',
+      waitForEarlyAnswer: true,
+      body: { kind: 'json', value: 'z'.repeat(1100 * 1024) },
+    });
+    out.push({
+      label: 'body over 1 MiB (declared; sent at once)',
+      body: { kind: 'json', value: 'z'.repeat(1100 * 1024) },
+    });
+    out.push({
+      label: 'body over 1 MiB (chunked)',
+      chunked: true,
+      body: { kind: 'json', value: 'z'.repeat(1100 * 1024) },
+    });
   }
   if (takesBody && (seed !== undefined || full)) {
     out.push({ label: `${deepObjects().label} as the body`, body: { kind: 'json', value: deepObjects() } });
     out.push({ label: 'a ~900 KB string as the body', body: { kind: 'json', value: hugeString() } });
     out.push(m('a ~900 KB extra field', [{ op: 'add', at: 0, key: 'pad', value: hugeString() }]));
-    out.push(m('__proto__ key added', [{ op: 'add', at: 0, key: '__proto__', value: { role: 'admin', polluted: true } }]));
+    out.push(
+      m('__proto__ key added', [{ op: 'add', at: 0, key: '__proto__', value: { role: 'admin', polluted: true } }]),
+    );
     out.push({ label: 'valid body as text/plain', body: { kind: 'valid' }, contentType: 2 });
     topFields(seed).forEach((f, i) => {
       const at = fieldNodeIndex(seed as Hostile, f);
       const value = (seed as Record<string, Hostile>)[f];
       out.push(m(`${f} missing`, [{ op: 'delete', at }]));
-      if (full || typeof value === 'string' || Array.isArray(value)) out.push(m(`${f} = ~900 KB string`, [{ op: 'replace', at, value: hugeString() }]));
-      if (full || i === 0 || (value !== null && typeof value === 'object')) out.push(m(`${f} = 10,000 nested arrays`, [{ op: 'replace', at, value: deepArrays() }]));
+      if (full || typeof value === 'string' || Array.isArray(value))
+        out.push(m(`${f} = ~900 KB string`, [{ op: 'replace', at, value: hugeString() }]));
+      if (full || i === 0 || (value !== null && typeof value === 'object'))
+        out.push(m(`${f} = 10,000 nested arrays`, [{ op: 'replace', at, value: deepArrays() }]));
       // Nesting the edge lets through (64 levels with the body's own object): the service must store and
       // serve it, or refuse it with a 400.
-      out.push(m(`${f} = ${edgeNestingLevels - 1} nested objects (the deepest the edge accepts)`, [{ op: 'replace', at, value: deepObjects(edgeNestingLevels - 1) }]));
+      out.push(
+        m(`${f} = ${edgeNestingLevels - 1} nested objects (the deepest the edge accepts)`, [
+          { op: 'replace', at, value: deepObjects(edgeNestingLevels - 1) },
+        ]),
+      );
       out.push(m(`${f} = control characters`, [{ op: 'replace', at, value: controlChars }]));
-      if (full || Array.isArray(value)) out.push(m(`${f} = an array of 10,000 numbers`, [{ op: 'replace', at, value: longArray(10_000) }]));
+      if (full || Array.isArray(value))
+        out.push(m(`${f} = an array of 10,000 numbers`, [{ op: 'replace', at, value: longArray(10_000) }]));
       if (full || typeof value === 'string' || Array.isArray(value) || i === 0) {
         // A string that makes the body exactly 1 MiB (accepted by the edge), then one byte more (413).
         const withEmpty = serialize(applyMutations(seed as Hostile, [{ op: 'replace', at, value: '' }]));
         const filler = stringFilling(Buffer.byteLength(withEmpty, 'utf8'), bodyCapBytes);
         out.push(m(`${f} = a string filling the body to exactly 1 MiB`, [{ op: 'replace', at, value: filler }]));
-        if (full || i === 0) out.push(m(`${f} = a string taking the body 1 byte past 1 MiB`, [{ op: 'replace', at, value: `${filler}n` }]));
+        if (full || i === 0)
+          out.push(
+            m(`${f} = a string taking the body 1 byte past 1 MiB`, [{ op: 'replace', at, value: `${filler}n` }]),
+          );
       }
       const values: Hostile[] = full
         ? [...edgeNumbers, null, true, [], {}, '\uD800', '\u0000', 'NaN', '-0', '1e308']
         : [new RawJson('-0', '-0'), new RawJson('1e999', '1e999'), 0.5, null, [], '\uD800\u0000'];
-      for (const v of values) out.push(m(`${f} = ${v instanceof RawJson ? v.label : JSON.stringify(v)}`, [{ op: 'replace', at, value: v }]));
+      for (const v of values)
+        out.push(m(`${f} = ${v instanceof RawJson ? v.label : JSON.stringify(v)}`, [{ op: 'replace', at, value: v }]));
     });
   }
   const names = paramNames(ep as Endpoint<unknown>);
-  const segments = full ? hostileSegments : ['%2F', '..', '%2e%2e', 'a'.repeat(5000), '%00', '%zz', '%ED%A0%80', '__proto__', '\u00e9', '\u{1F600}'];
+  const segments = full
+    ? hostileSegments
+    : ['%2F', '..', '%2e%2e', 'a'.repeat(5000), '%00', '%zz', '%ED%A0%80', '__proto__', '\u00e9', '\u{1F600}'];
   names.forEach((_, index) => {
-    for (const segment of segments) out.push({ label: `path parameter ${names[index]} = ${clip(segment, 20)}`, path: { replace: { index, segment }, tail: '' }, body: { kind: 'valid' } });
+    for (const segment of segments)
+      out.push({
+        label: `path parameter ${names[index]} = ${clip(segment, 20)}`,
+        path: { replace: { index, segment }, tail: '' },
+        body: { kind: 'valid' },
+      });
   });
-  for (const tail of ['/..', '%2F..%2F']) out.push({ label: `path + ${tail}`, path: { replace: undefined, tail }, body: { kind: 'valid' } });
+  for (const tail of ['/..', '%2F..%2F'])
+    out.push({ label: `path + ${tail}`, path: { replace: undefined, tail }, body: { kind: 'valid' } });
   const query = ep.query?.(fx) ?? [];
   if (query.length > 0) {
-    out.push({ label: 'every query key repeated', query: { perKey: query.map(() => ({ how: 'repeat' as const, values: ['', '%ED%A0%80', 'x'] })), extra: [] }, body: { kind: 'valid' } });
-    out.push({ label: 'every query key dropped', query: { perKey: query.map(() => ({ how: 'drop' as const, values: [''] })), extra: [] }, body: { kind: 'valid' } });
-    out.push({ label: 'bad percent escapes in the query', query: { perKey: query.map(() => ({ how: 'replace' as const, values: ['%'] })), extra: ['%zz=%zz'] }, body: { kind: 'valid' } });
+    out.push({
+      label: 'every query key repeated',
+      query: { perKey: query.map(() => ({ how: 'repeat' as const, values: ['', '%ED%A0%80', 'x'] })), extra: [] },
+      body: { kind: 'valid' },
+    });
+    out.push({
+      label: 'every query key dropped',
+      query: { perKey: query.map(() => ({ how: 'drop' as const, values: [''] })), extra: [] },
+      body: { kind: 'valid' },
+    });
+    out.push({
+      label: 'bad percent escapes in the query',
+      query: { perKey: query.map(() => ({ how: 'replace' as const, values: ['%'] })), extra: ['%zz=%zz'] },
+      body: { kind: 'valid' },
+    });
   }
   return out;
 }
@@ -506,7 +681,10 @@ export function firstDifference(a: unknown, b: unknown, at = '$'): string {
       if (d) return d;
     }
   }
-  return `${at}: before ${clip(JSON.stringify(a) ?? 'undefined', 150)}, after ` + `${clip(JSON.stringify(b) ?? 'undefined', 150)}`;
+  return (
+    `${at}: before ${clip(JSON.stringify(a) ?? 'undefined', 150)}, after ` +
+    `${clip(JSON.stringify(b) ?? 'undefined', 150)}`
+  );
 }
 
 export interface FuzzOptions {
@@ -561,7 +739,19 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
 
   const alive = async (): Promise<boolean> => {
     if (srv.child.exitCode !== null || srv.child.signalCode !== null) return false;
-    const r = await send(srv.port, { method: 'GET', path: '/healthz', headers: {}, body: undefined, chunked: false, waitForEarlyAnswer: false, bodyLabel: '' }, 5000);
+    const r = await send(
+      srv.port,
+      {
+        method: 'GET',
+        path: '/healthz',
+        headers: {},
+        body: undefined,
+        chunked: false,
+        waitForEarlyAnswer: false,
+        bodyLabel: '',
+      },
+      5000,
+    );
     return r.kind === 'response' && r.status === 200;
   };
   const restart = async (): Promise<void> => {
@@ -577,8 +767,17 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
    */
   const checkAlive = async (batch: string, problems: string[]): Promise<void> => {
     if (await alive()) return;
-    const how = srv.child.exitCode !== null || srv.child.signalCode !== null ? `exited (code ${srv.child.exitCode}, signal ${srv.child.signalCode})` : '/healthz does not answer 200';
-    const tail = srv.output().split('\n').filter((l) => /"level":(50|60)/.test(l)).slice(-3).map((l) => clip(l, 300)).join('\n      ');
+    const how =
+      srv.child.exitCode !== null || srv.child.signalCode !== null
+        ? `exited (code ${srv.child.exitCode}, signal ${srv.child.signalCode})`
+        : '/healthz does not answer 200';
+    const tail = srv
+      .output()
+      .split('\n')
+      .filter((l) => /"level":(50|60)/.test(l))
+      .slice(-3)
+      .map((l) => clip(l, 300))
+      .join('\n      ');
     problems.push(`${svc.name} ${how} after ${batch}${tail ? `\n      last errors logged: ${tail}` : ''}`);
     await restart();
   };
@@ -610,7 +809,8 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
     }
     n.sent++;
     let problem = judge(reply, wire.method);
-    if (problem === undefined && reply.kind === 'response' && reply.status < 300 && c.mustRefuse) problem = `${reply.status}: ${c.mustRefuse}`;
+    if (problem === undefined && reply.kind === 'response' && reply.status < 300 && c.mustRefuse)
+      problem = `${reply.status}: ${c.mustRefuse}`;
     if (problem === undefined && reply.kind === 'response') {
       if (reply.status < 300) {
         n.ok++;
@@ -621,7 +821,9 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
         n.refused++;
         const after = await svc.snapshot(srv, fx, scope);
         if (!isDeepStrictEqual(after, snap)) {
-          problem = `state changed after a refused ${reply.status} (${clip(reply.text, 160)}): ` + `${firstDifference(snap, after)}`;
+          problem =
+            `state changed after a refused ${reply.status} (${clip(reply.text, 160)}): ` +
+            `${firstDifference(snap, after)}`;
         } else {
           snap = after;
         }
@@ -637,99 +839,134 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
       dirty = true;
     }
     const status = reply.kind === 'response' ? `${reply.status} ` : '';
-    return `${name}: ${problem}\n    request: ${describe(wire)}\n` + `    answer: ${status}${reply.kind === 'response' ? clip(reply.text, 200) : reply.kind}`;
+    return (
+      `${name}: ${problem}\n    request: ${describe(wire)}\n` +
+      `    answer: ${status}${reply.kind === 'response' ? clip(reply.text, 200) : reply.kind}`
+    );
   };
 
   for (const [index, ep] of svc.endpoints.entries()) {
     const name = endpointName(ep as Endpoint<unknown>);
     // Each endpoint its own stream of cases, all from the one seed that replays the run.
     const seed = (opts.seed + index * 7919) % 2 ** 31;
-    await t.test(`${name} answers 2xx or 4xx {error}, never hangs, crashes or changes state when it refuses`, async (t) => {
-      const n: Counts = counts.get(name) ?? { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 };
-      counts.set(name, n);
-      const problems: string[] = [];
-      for (const c of corpus(ep, fx, opts.full)) {
-        const p = await runOne(ep, c, n);
-        if (p) problems.push(`[${c.label}] ${p}`);
-      }
-      // A process can die after answering (a stored value that kills a later read, a stream, a timer): check
-      // after each batch.
-      await checkAlive(`the fixed corpus of ${name}`, problems);
-      const runs = Math.max(1, Math.round(opts.runs * (ep.runsFactor ?? 1)));
-      const details = await fc.check(
-        fc.asyncProperty(caseArb(svc, ep), async (c) => {
+    await t.test(
+      `${name} answers 2xx or 4xx {error}, never hangs, crashes or changes state when it refuses`,
+      async (t) => {
+        const n: Counts = counts.get(name) ?? { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 };
+        counts.set(name, n);
+        const problems: string[] = [];
+        for (const c of corpus(ep, fx, opts.full)) {
           const p = await runOne(ep, c, n);
-          if (p) throw new Error(p);
-        }),
-        { numRuns: runs, seed, endOnFailure: false },
-      );
-      if (details.failed) {
-        const err = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-        problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}; replay: ` + `FUZZ_SEED=${opts.seed} FUZZ_RUNS=${opts.runs}] ${err}`);
-      }
-      await checkAlive(`the ${runs} random cases of ${name}`, problems);
-      t.same(problems, [], `every request to ${name} kept the properties (${n.sent} sent)`);
-      t.ok(await alive(), `${svc.name} is alive and /healthz answers after ${name}`);
-      if (!(await alive())) await restart();
-    });
+          if (p) problems.push(`[${c.label}] ${p}`);
+        }
+        // A process can die after answering (a stored value that kills a later read, a stream, a timer): check
+        // after each batch.
+        await checkAlive(`the fixed corpus of ${name}`, problems);
+        const runs = Math.max(1, Math.round(opts.runs * (ep.runsFactor ?? 1)));
+        const details = await fc.check(
+          fc.asyncProperty(caseArb(svc, ep), async (c) => {
+            const p = await runOne(ep, c, n);
+            if (p) throw new Error(p);
+          }),
+          { numRuns: runs, seed, endOnFailure: false },
+        );
+        if (details.failed) {
+          const err =
+            details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+          problems.push(
+            `[random, seed ${details.seed}, path ${details.counterexamplePath}; replay: ` +
+              `FUZZ_SEED=${opts.seed} FUZZ_RUNS=${opts.runs}] ${err}`,
+          );
+        }
+        await checkAlive(`the ${runs} random cases of ${name}`, problems);
+        t.same(problems, [], `every request to ${name} kept the properties (${n.sent} sent)`);
+        t.ok(await alive(), `${svc.name} is alive and /healthz answers after ${name}`);
+        if (!(await alive())) await restart();
+      },
+    );
   }
 
   if (svc.webSocket) {
     const ws = svc.webSocket;
     const name = `GET ${ws.path} (WebSocket)`;
-    await t.test(`${name}: every upgrade is accepted or refused with a 4xx, and no frame brings the service down`, async (t) => {
-      const n: Counts = { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 };
-      counts.set(name, n);
-      const problems: string[] = [];
-      const details = await fc.check(
-        fc.asyncProperty(wsCaseArb(svc.hostileHeaders ?? []), async (c) => {
-          const path = ws.path + renderQuery(ws.query ?? [], c.query);
-          const headers: Record<string, string> = { ...(svc.validHeaders?.(fx) ?? {}) };
-          for (const [k, v] of Object.entries(c.headers)) {
-            if (v === null) delete headers[k];
-            else headers[k] = v;
-          }
-          const outcome = await wsExchange(srv.port, path, headers, c.frames, timeoutMs);
-          if (outcome.kind === 'unsendable') {
-            n.skipped++;
-            return;
-          }
-          n.sent++;
-          if (outcome.kind === 'opened') n.ok++;
-          else if (outcome.kind === 'refused' && outcome.status >= 400 && outcome.status < 500) n.refused++;
-          else {
-            n.failed++;
-            const problem = `${name}: ${outcome.kind === 'refused' ? `upgrade answered ${outcome.status}` : outcome.message}\n` + `    request: ${clip(path, 200)} headers ${clip(JSON.stringify(headers), 200)}`;
-            if (!(await alive())) {
-              await restart();
-              throw new Error(`${problem} — and the process is dead or /healthz does not answer`);
+    await t.test(
+      `${name}: every upgrade is accepted or refused with a 4xx, and no frame brings the service down`,
+      async (t) => {
+        const n: Counts = { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 };
+        counts.set(name, n);
+        const problems: string[] = [];
+        const details = await fc.check(
+          fc.asyncProperty(wsCaseArb(svc.hostileHeaders ?? []), async (c) => {
+            const path = ws.path + renderQuery(ws.query ?? [], c.query);
+            const headers: Record<string, string> = { ...(svc.validHeaders?.(fx) ?? {}) };
+            for (const [k, v] of Object.entries(c.headers)) {
+              if (v === null) delete headers[k];
+              else headers[k] = v;
             }
-            throw new Error(problem);
-          }
-          if (!(await alive())) {
-            n.failed++;
-            await restart();
-            throw new Error(`${name}: the service died after frames ` + `${clip(JSON.stringify(c.frames.map((f) => f.label)), 300)} on ${clip(path, 200)}`);
-          }
-        }),
-        { numRuns: Math.max(1, Math.round(opts.runs / 2)), seed: opts.seed, endOnFailure: false },
-      );
-      if (details.failed) problems.push(`[random, seed ${details.seed}, path ${details.counterexamplePath}] ` + (details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)));
-      t.same(problems, [], `every WebSocket exchange kept the properties (${n.sent} tried)`);
-      t.ok(await alive(), `${svc.name} is alive and /healthz answers after the WebSocket cases`);
-    });
+            const outcome = await wsExchange(srv.port, path, headers, c.frames, timeoutMs);
+            if (outcome.kind === 'unsendable') {
+              n.skipped++;
+              return;
+            }
+            n.sent++;
+            if (outcome.kind === 'opened') n.ok++;
+            else if (outcome.kind === 'refused' && outcome.status >= 400 && outcome.status < 500) n.refused++;
+            else {
+              n.failed++;
+              const problem =
+                `${name}: ${outcome.kind === 'refused' ? `upgrade answered ${outcome.status}` : outcome.message}\n` +
+                `    request: ${clip(path, 200)} headers ${clip(JSON.stringify(headers), 200)}`;
+              if (!(await alive())) {
+                await restart();
+                throw new Error(`${problem} — and the process is dead or /healthz does not answer`);
+              }
+              throw new Error(problem);
+            }
+            if (!(await alive())) {
+              n.failed++;
+              await restart();
+              throw new Error(
+                `${name}: the service died after frames ` +
+                  `${clip(JSON.stringify(c.frames.map((f) => f.label)), 300)} on ${clip(path, 200)}`,
+              );
+            }
+          }),
+          { numRuns: Math.max(1, Math.round(opts.runs / 2)), seed: opts.seed, endOnFailure: false },
+        );
+        if (details.failed)
+          problems.push(
+            `[random, seed ${details.seed}, path ${details.counterexamplePath}] ` +
+              (details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)),
+          );
+        t.same(problems, [], `every WebSocket exchange kept the properties (${n.sent} tried)`);
+        t.ok(await alive(), `${svc.name} is alive and /healthz answers after the WebSocket cases`);
+      },
+    );
   }
 
   const rows = [...counts.entries()];
   const w = Math.max(...rows.map(([k]) => k.length), 8);
-  const line = (a: string, ...cols: Array<string | number>): string => `${a.padEnd(w)} ${cols.map((c) => String(c).padStart(8)).join(' ')}`;
-  const total = rows.reduce((s, [, c]) => ({ sent: s.sent + c.sent, ok: s.ok + c.ok, refused: s.refused + c.refused, skipped: s.skipped + c.skipped, failed: s.failed + c.failed }), { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 });
-  t.comment([
-    `${svc.name}: requests per endpoint (seed ${opts.seed}, ${opts.runs} random runs per ` + `endpoint${opts.full ? ', full corpus' : ''})`,
-    line('endpoint', 'sent', '2xx', '4xx', 'skipped', 'failed'),
-    ...rows.map(([k, c]) => line(k, c.sent, c.ok, c.refused, c.skipped, c.failed)),
-    line('total', total.sent, total.ok, total.refused, total.skipped, total.failed),
-  ].join('\n'));
+  const line = (a: string, ...cols: Array<string | number>): string =>
+    `${a.padEnd(w)} ${cols.map((c) => String(c).padStart(8)).join(' ')}`;
+  const total = rows.reduce(
+    (s, [, c]) => ({
+      sent: s.sent + c.sent,
+      ok: s.ok + c.ok,
+      refused: s.refused + c.refused,
+      skipped: s.skipped + c.skipped,
+      failed: s.failed + c.failed,
+    }),
+    { sent: 0, ok: 0, refused: 0, skipped: 0, failed: 0 },
+  );
+  t.comment(
+    [
+      `${svc.name}: requests per endpoint (seed ${opts.seed}, ${opts.runs} random runs per ` +
+        `endpoint${opts.full ? ', full corpus' : ''})`,
+      line('endpoint', 'sent', '2xx', '4xx', 'skipped', 'failed'),
+      ...rows.map(([k, c]) => line(k, c.sent, c.ok, c.refused, c.skipped, c.failed)),
+      line('total', total.sent, total.ok, total.refused, total.skipped, total.failed),
+    ].join('\n'),
+  );
 }
 
 /**
@@ -743,7 +980,8 @@ export async function fuzzService<F>(t: Test, svc: ServiceUnderTest<F>, opts: Fu
  */
 export const oversizeAtOnce: KnownBug = {
   note: '413 on a declared oversize body is lost to a connection reset',
-  matches: (_ep, wire) => wire.body !== undefined && wire.body.byteLength > oversizeBytes && !wire.chunked && !wire.waitForEarlyAnswer,
+  matches: (_ep, wire) =>
+    wire.body !== undefined && wire.body.byteLength > oversizeBytes && !wire.chunked && !wire.waitForEarlyAnswer,
 };
 
 /**
@@ -787,7 +1025,9 @@ interface WsCase {
 
 const wsFrameArb: fc.Arbitrary<WsFrame> = fc.oneof(
   utf16String(60).map((s): WsFrame => ({ label: `text ${clip(JSON.stringify(s), 40)}`, data: s, binary: false })),
-  fc.uint8Array({ maxLength: 300 }).map((b): WsFrame => ({ label: `binary ${b.byteLength} bytes`, data: Buffer.from(b), binary: true })),
+  fc
+    .uint8Array({ maxLength: 300 })
+    .map((b): WsFrame => ({ label: `binary ${b.byteLength} bytes`, data: Buffer.from(b), binary: true })),
   fc.constantFrom<WsFrame>(
     { label: 'JSON subscribe', data: '{"type":"subscribe","cluster_id":"x"}', binary: false },
     { label: 'deep JSON', data: '['.repeat(10_000) + ']'.repeat(10_000), binary: false },
@@ -799,7 +1039,11 @@ const wsFrameArb: fc.Arbitrary<WsFrame> = fc.oneof(
 
 function wsCaseArb(hostile: Array<Record<string, string | null>>): fc.Arbitrary<WsCase> {
   const wsHeaders: Array<Record<string, string | null>> = [
-    {}, ...hostile, { origin: 'http://evil.example' }, { origin: 'null' }, { 'user-agent': '\u00ff'.repeat(300) },
+    {},
+    ...hostile,
+    { origin: 'http://evil.example' },
+    { origin: 'null' },
+    { 'user-agent': '\u00ff'.repeat(300) },
   ];
   return fc.record({
     query: queryRecipeArb,
@@ -808,10 +1052,20 @@ function wsCaseArb(hostile: Array<Record<string, string | null>>): fc.Arbitrary<
   });
 }
 
-type WsOutcome = { kind: 'opened' } | { kind: 'refused'; status: number } | { kind: 'error'; message: string } | { kind: 'unsendable' };
+type WsOutcome =
+  | { kind: 'opened' }
+  | { kind: 'refused'; status: number }
+  | { kind: 'error'; message: string }
+  | { kind: 'unsendable' };
 
 /** Opens a WebSocket, sends the frames, closes; what the upgrade came to. */
-function wsExchange(port: number, path: string, headers: Record<string, string>, frames: WsFrame[], timeoutMs: number): Promise<WsOutcome> {
+function wsExchange(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  frames: WsFrame[],
+  timeoutMs: number,
+): Promise<WsOutcome> {
   return new Promise((resolve) => {
     let done = false;
     let ws: WebSocket;
@@ -822,7 +1076,10 @@ function wsExchange(port: number, path: string, headers: Record<string, string>,
       ws.terminate();
       resolve(o);
     };
-    const timer = setTimeout(() => finish({ kind: 'error', message: `no upgrade answer within ${timeoutMs} ms (a hang)` }), timeoutMs);
+    const timer = setTimeout(
+      () => finish({ kind: 'error', message: `no upgrade answer within ${timeoutMs} ms (a hang)` }),
+      timeoutMs,
+    );
     try {
       ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers, maxPayload: 16 * 1024 * 1024 });
     } catch {

@@ -11,7 +11,18 @@ import t from 'tap';
 import { api } from '../helpers/http.js';
 import { startReplSim, type Started } from '../helpers/server.js';
 import type { Hostile } from './generators.js';
-import { allowTime, fuzzOptions, fuzzService, parseJson, unknownMethodDropped, waitQuiet, type Endpoint, type KnownBug, type ServiceUnderTest, type Wire } from './harness.js';
+import {
+  allowTime,
+  fuzzOptions,
+  fuzzService,
+  parseJson,
+  unknownMethodDropped,
+  waitQuiet,
+  type Endpoint,
+  type KnownBug,
+  type ServiceUnderTest,
+  type Wire,
+} from './harness.js';
 
 type Role = 'sl' | 'll' | 'ml' | 'raft';
 const roles: Role[] = ['sl', 'll', 'ml', 'raft'];
@@ -73,15 +84,26 @@ async function ensureVictim(srv: Started, fx: Fixture, clusters: ClusterView[]):
     // Node ids are never reused (n3, n4, ...): keep whichever other node is there, or add one.
     const others = v.node_ids.filter((id) => id !== 'n1');
     for (const id of others.slice(1)) await c.del(`/api/v1/clusters/${fx.victim}/nodes/${id}`);
-    if (others[0] === undefined) fx.victimOther = (await must(c.post<{ id: string }>(`/api/v1/clusters/${fx.victim}/nodes`), 'victim add node')).id;
+    if (others[0] === undefined)
+      fx.victimOther = (
+        await must(c.post<{ id: string }>(`/api/v1/clusters/${fx.victim}/nodes`), 'victim add node')
+      ).id;
     else fx.victimOther = others[0];
-    for (const [id, n] of Object.entries(v.nodes)) if (n.state !== 'online' && v.node_ids.includes(id)) await c.post(`/api/v1/clusters/${fx.victim}/nodes/${id}/resume`);
+    for (const [id, n] of Object.entries(v.nodes))
+      if (n.state !== 'online' && v.node_ids.includes(id))
+        await c.post(`/api/v1/clusters/${fx.victim}/nodes/${id}/resume`);
   }
   const state = await must(c.get<ClusterView>(`/api/v1/clusters/${fx.victim}/state`), 'victim state');
   const parts = Object.keys(state.partitions);
   if (parts.length === 1 && parts[0] === fx.victimPartition) return;
   await c.del(`/api/v1/clusters/${fx.victim}/network/faults`);
-  const p = await must(c.post<{ partition_id: string }>(`/api/v1/clusters/${fx.victim}/network/partition`, { group_a: ['n1'], group_b: [fx.victimOther] }), 'victim partition');
+  const p = await must(
+    c.post<{ partition_id: string }>(`/api/v1/clusters/${fx.victim}/network/partition`, {
+      group_a: ['n1'],
+      group_b: [fx.victimOther],
+    }),
+    'victim partition',
+  );
   fx.victimPartition = p.partition_id;
 }
 
@@ -95,27 +117,41 @@ async function restore(srv: Started, fx: Fixture): Promise<void> {
     const config = clusterBodies[role];
     // A changed config (reconfigure/add-node grows N, W, R) means a new cluster: see the BUG tests below.
     // (PATCH config may change single_leader's replication_mode: that one is patched back below.)
-    const seen = cl && role === 'sl' ? { ...cl.config, replication_mode: fx.configs[role]?.['replication_mode'] } : cl?.config;
+    const seen =
+      cl && role === 'sl' ? { ...cl.config, replication_mode: fx.configs[role]?.['replication_mode'] } : cl?.config;
     if (!cl || !fixtureNodes.every((n) => cl.node_ids.includes(n)) || !isDeepStrictEqual(seen, fx.configs[role])) {
       if (cl) await c.del(`/api/v1/clusters/${cl.id}`);
       const created = await createCluster(srv, config);
       fx.ids[role] = created.id;
       fx.configs[role] = created.config;
-      await c.post(`/api/v1/clusters/${fx.ids[role]}/write`, role === 'raft' ? { key: 'k1', value: 'v1' } : { key: 'k1', value: 'v1', target_node_id: 'n1' });
+      await c.post(
+        `/api/v1/clusters/${fx.ids[role]}/write`,
+        role === 'raft' ? { key: 'k1', value: 'v1' } : { key: 'k1', value: 'v1', target_node_id: 'n1' },
+      );
       continue;
     }
     // A node added (POST nodes, reconfigure/add-node) is removed again; cheaper than a new cluster.
     for (const id of cl.node_ids) if (!fixtureNodes.includes(id)) await c.del(`/api/v1/clusters/${cl.id}/nodes/${id}`);
-    for (const [id, n] of Object.entries(cl.nodes)) if (n.state !== 'online' && fixtureNodes.includes(id)) await c.post(`/api/v1/clusters/${cl.id}/nodes/${id}/resume`);
+    for (const [id, n] of Object.entries(cl.nodes))
+      if (n.state !== 'online' && fixtureNodes.includes(id))
+        await c.post(`/api/v1/clusters/${cl.id}/nodes/${id}/resume`);
     await c.del(`/api/v1/clusters/${cl.id}/network/faults`);
-    if (role === 'sl' && cl.config['replication_mode'] !== 'async') await c.patch(`/api/v1/clusters/${cl.id}/config`, { replication_mode: 'async' });
+    if (role === 'sl' && cl.config['replication_mode'] !== 'async')
+      await c.patch(`/api/v1/clusters/${cl.id}/config`, { replication_mode: 'async' });
   }
   await ensureVictim(srv, fx, await must(c.get<ClusterView[]>('/api/v1/clusters'), 'list clusters'));
   await waitQuiet(() => snapshot(srv, fx));
 }
 
 async function setup(srv: Started): Promise<Fixture> {
-  const fx: Fixture = { ids: { sl: '', ll: '', ml: '', raft: '' }, configs: {}, victim: '', victimOther: '', victimPartition: '', turn: 0 };
+  const fx: Fixture = {
+    ids: { sl: '', ll: '', ml: '', raft: '' },
+    configs: {},
+    victim: '',
+    victimOther: '',
+    victimPartition: '',
+    turn: 0,
+  };
   await restore(srv, fx);
   return fx;
 }
@@ -126,7 +162,8 @@ function newestPerKey(stores: Array<Record<string, EntryView>>): Record<string, 
   for (const s of stores) {
     for (const [k, e] of Object.entries(s)) {
       const cur = out[k];
-      if (!cur || e.timestamp > cur.timestamp || (e.timestamp === cur.timestamp && e.version > cur.version)) out[k] = { value: e.value, tombstone: e.tombstone, timestamp: e.timestamp, version: e.version };
+      if (!cur || e.timestamp > cur.timestamp || (e.timestamp === cur.timestamp && e.version > cur.version))
+        out[k] = { value: e.value, tombstone: e.tombstone, timestamp: e.timestamp, version: e.version };
     }
   }
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
@@ -152,7 +189,11 @@ async function snapshot(srv: Started, fx: Fixture, scope?: string): Promise<unkn
       partitions: Object.keys(cl.partitions).sort(),
     };
     if (scope === undefined || scope === id) {
-      const stores = await Promise.all(cl.node_ids.map(async (n) => (await c.get<Record<string, EntryView>>(`/api/v1/clusters/${id}/nodes/${n}/store`)).body ?? {}));
+      const stores = await Promise.all(
+        cl.node_ids.map(
+          async (n) => (await c.get<Record<string, EntryView>>(`/api/v1/clusters/${id}/nodes/${n}/store`)).body ?? {},
+        ),
+      );
       view['data'] = newestPerKey(stores);
     }
     fixture[id] = view;
@@ -173,13 +214,27 @@ const any = (fx: Fixture): string => fx.ids[roles[fx.turn++ % roles.length] as R
 const writeBody = (role: Role, key: string): Hostile =>
   role === 'raft' ? { key, value: 'v2', client_id: 'fz' } : { key, value: 'v2', client_id: 'fz', target_node_id: 'n1' };
 const createBody: Hostile = {
-  strategy: 'leaderless', node_count: 1, replication_mode: 'async', conflict_resolver: 'lww', quorum_n: 1, quorum_w: 1, quorum_r: 1,
-  regions: 1, inter_region_latency_ms: 80, consistency_level: 'quorum', read_repair_mode: 'async', sloppy_quorum: true,
+  strategy: 'leaderless',
+  node_count: 1,
+  replication_mode: 'async',
+  conflict_resolver: 'lww',
+  quorum_n: 1,
+  quorum_w: 1,
+  quorum_r: 1,
+  regions: 1,
+  inter_region_latency_ms: 80,
+  consistency_level: 'quorum',
+  read_repair_mode: 'async',
+  sloppy_quorum: true,
 };
 
 const C = '/api/v1/clusters/{id}';
-const on = (role: Role) => (fx: Fixture): Record<string, string> => ({ id: fx.ids[role] });
-const node = (role: Role, nodeId: string) => (fx: Fixture): Record<string, string> => ({ id: fx.ids[role], nodeId });
+const on =
+  (role: Role) =>
+  (fx: Fixture): Record<string, string> => ({ id: fx.ids[role] });
+const node =
+  (role: Role, nodeId: string) =>
+  (fx: Fixture): Record<string, string> => ({ id: fx.ids[role], nodeId });
 
 const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/healthz', fixtureFree: true },
@@ -191,9 +246,22 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/api/v1/clusters' },
   { method: 'GET', path: `${C}/state`, params: (fx) => ({ id: any(fx) }) },
   { method: 'GET', path: `${C}/suspicion`, params: on('ll') },
-  { method: 'GET', path: `${C}/placement`, params: on('ll'), query: () => [['key', 'k1'], ['n', '2']] },
+  {
+    method: 'GET',
+    path: `${C}/placement`,
+    params: on('ll'),
+    query: () => [
+      ['key', 'k1'],
+      ['n', '2'],
+    ],
+  },
   { method: 'GET', path: `${C}/conflicts`, params: on('ml') },
-  { method: 'POST', path: `${C}/conflicts/resolve`, params: on('ml'), body: () => ({ node_id: 'n1', key: 'k1', choice: 'local' }) },
+  {
+    method: 'POST',
+    path: `${C}/conflicts/resolve`,
+    params: on('ml'),
+    body: () => ({ node_id: 'n1', key: 'k1', choice: 'local' }),
+  },
   { method: 'PATCH', path: `${C}/config`, params: on('sl'), body: () => ({ replication_mode: 'semi_sync' }) },
   { method: 'GET', path: `${C}/convergence`, params: (fx) => ({ id: any(fx) }) },
   { method: 'GET', path: `${C}/linearizable`, params: (fx) => ({ id: any(fx) }) },
@@ -205,13 +273,50 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'POST', path: `${C}/write`, label: 'leaderless', params: on('ll'), body: () => writeBody('ll', 'k2') },
   { method: 'POST', path: `${C}/write`, label: 'multi_leader', params: on('ml'), body: () => writeBody('ml', 'k3') },
   { method: 'POST', path: `${C}/write`, label: 'raft', params: on('raft'), body: () => writeBody('raft', 'k4') },
-  { method: 'GET', path: `${C}/read`, params: (fx) => ({ id: any(fx) }), query: () => [['key', 'k1'], ['client_id', 'fz'], ['node_id', 'n1']] },
-  { method: 'DELETE', path: `${C}/kv`, params: (fx) => ({ id: any(fx) }), query: () => [['key', 'k5'], ['client_id', 'fz'], ['node_id', 'n1']] },
   {
-    method: 'POST', path: `${C}/write-batch`, label: 'atomic, single_leader', params: on('sl'),
-    body: () => ({ entries: [{ key: 'b1', value: 'x' }, { key: 'b2', value: 'y', client_id: 'fz', target_node_id: 'n1' }] as Hostile[], client_id: 'fz', atomic: true }),
+    method: 'GET',
+    path: `${C}/read`,
+    params: (fx) => ({ id: any(fx) }),
+    query: () => [
+      ['key', 'k1'],
+      ['client_id', 'fz'],
+      ['node_id', 'n1'],
+    ],
   },
-  { method: 'POST', path: `${C}/write-batch`, label: 'leaderless', params: on('ll'), body: () => ({ entries: [{ key: 'b1', value: 'x', target_node_id: 'n2' }, { key: 'b2' }] as Hostile[], atomic: false }) },
+  {
+    method: 'DELETE',
+    path: `${C}/kv`,
+    params: (fx) => ({ id: any(fx) }),
+    query: () => [
+      ['key', 'k5'],
+      ['client_id', 'fz'],
+      ['node_id', 'n1'],
+    ],
+  },
+  {
+    method: 'POST',
+    path: `${C}/write-batch`,
+    label: 'atomic, single_leader',
+    params: on('sl'),
+    body: () => ({
+      entries: [
+        { key: 'b1', value: 'x' },
+        { key: 'b2', value: 'y', client_id: 'fz', target_node_id: 'n1' },
+      ] as Hostile[],
+      client_id: 'fz',
+      atomic: true,
+    }),
+  },
+  {
+    method: 'POST',
+    path: `${C}/write-batch`,
+    label: 'leaderless',
+    params: on('ll'),
+    body: () => ({
+      entries: [{ key: 'b1', value: 'x', target_node_id: 'n2' }, { key: 'b2' }] as Hostile[],
+      atomic: false,
+    }),
+  },
   { method: 'POST', path: `${C}/nodes`, params: (fx) => ({ id: fx.victim }) },
   { method: 'DELETE', path: `${C}/nodes/{nodeId}`, params: (fx) => ({ id: fx.victim, nodeId: fx.victimOther }) },
   { method: 'POST', path: `${C}/nodes/{nodeId}/pause`, params: node('sl', 'n3') },
@@ -219,8 +324,17 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'POST', path: `${C}/nodes/{nodeId}/clock-skew`, params: node('ll', 'n2'), body: () => ({ ms: 100 }) },
   { method: 'GET', path: `${C}/nodes/{nodeId}/log`, params: (fx) => ({ id: any(fx), nodeId: 'n1' }) },
   { method: 'GET', path: `${C}/nodes/{nodeId}/store`, params: (fx) => ({ id: any(fx), nodeId: 'n2' }) },
-  { method: 'POST', path: `${C}/network/partition`, params: on('ll'), body: () => ({ group_a: ['n1'], group_b: ['n2', 'n3'] }) },
-  { method: 'DELETE', path: `${C}/network/partition/{partId}`, params: (fx) => ({ id: fx.victim, partId: fx.victimPartition }) },
+  {
+    method: 'POST',
+    path: `${C}/network/partition`,
+    params: on('ll'),
+    body: () => ({ group_a: ['n1'], group_b: ['n2', 'n3'] }),
+  },
+  {
+    method: 'DELETE',
+    path: `${C}/network/partition/{partId}`,
+    params: (fx) => ({ id: fx.victim, partId: fx.victimPartition }),
+  },
   { method: 'POST', path: `${C}/network/latency`, params: on('ll'), body: () => ({ from: 'n1', to: 'n2', ms: 5 }) },
   { method: 'POST', path: `${C}/network/drop`, params: on('ml'), body: () => ({ from: 'n1', to: 'n2', rate: 0.1 }) },
   { method: 'DELETE', path: `${C}/network/faults`, params: on('sl') },
@@ -228,7 +342,14 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'POST', path: `${C}/demo/monotonic-reads`, params: on('sl') },
   { method: 'POST', path: `${C}/demo/consistent-prefix`, params: on('sl') },
   { method: 'GET', path: '/api/v1/scenarios', fixtureFree: true },
-  { method: 'POST', path: '/api/v1/scenarios/{name}/run', params: () => ({ name: 'ReadRepair' }), fixtureFree: true, runsFactor: 0.3, cleanup: deleteCreated },
+  {
+    method: 'POST',
+    path: '/api/v1/scenarios/{name}/run',
+    params: () => ({ name: 'ReadRepair' }),
+    fixtureFree: true,
+    runsFactor: 0.3,
+    cleanup: deleteCreated,
+  },
   { method: 'GET', path: '/api/v1/demos/2pc', query: () => [['crash', 'true']], fixtureFree: true },
   { method: 'GET', path: '/api/v1/demos/mvcc', fixtureFree: true },
   { method: 'GET', path: '/api/v1/demos/wal', query: () => [['mode', 'fsync']], fixtureFree: true },
@@ -236,10 +357,23 @@ const endpoints: Array<Endpoint<Fixture>> = [
   { method: 'GET', path: '/api/v1/demos/paxos', fixtureFree: true },
   { method: 'GET', path: '/api/v1/demos/detsim', query: () => [['seed', '7']], fixtureFree: true },
   // 64 nodes (the cap) are 64 worker threads: a leaderless one takes 7 s on a quiet 2-core machine, more under load.
-  { method: 'POST', path: '/api/v1/clusters', body: () => createBody, fixtureFree: true, runsFactor: 0.5, cleanup: deleteCreated, timeoutMs: 60_000 },
   {
-    method: 'POST', path: '/api/v1/simulation/start', body: () => ({ strategy: 'single_leader', node_count: 1, replication_mode: 'sync' }),
-    fixtureFree: true, runsFactor: 0.5, cleanup: deleteCreated, timeoutMs: 60_000,
+    method: 'POST',
+    path: '/api/v1/clusters',
+    body: () => createBody,
+    fixtureFree: true,
+    runsFactor: 0.5,
+    cleanup: deleteCreated,
+    timeoutMs: 60_000,
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/simulation/start',
+    body: () => ({ strategy: 'single_leader', node_count: 1, replication_mode: 'sync' }),
+    fixtureFree: true,
+    runsFactor: 0.5,
+    cleanup: deleteCreated,
+    timeoutMs: 60_000,
   },
   { method: 'DELETE', path: C, params: (fx) => ({ id: fx.victim }) },
   // Last: a successful reset removes every cluster, and nothing after it needs them.
@@ -274,19 +408,26 @@ await fuzzService(t, svc, opts);
 // and the refused request still changed the cluster: its config reads N=6 W=3 R=3 on 3 nodes. The
 // fuzz fixture recreates a cluster whose config moved, so the random runs do not walk into this;
 // this test replays the exact sequence and is skipped until the fix.
-t.test('a leaderless cluster that loses an added node keeps a valid quorum, and add-node never answers 5xx', async (t) => {
-  const srv = await startReplSim({ NODE_OPTIONS: '' });
-  t.teardown(() => srv.stop());
-  const c = api(srv.base);
-  const cl = (await c.post<ClusterView>('/api/v1/clusters', clusterBodies.ll)).body;
-  for (let round = 0; round < 3; round++) {
-    const before = (await c.get<ClusterView>(`/api/v1/clusters/${cl.id}/state`)).body;
-    const r = await c.post<{ added_node?: string; error?: string }>(`/api/v1/clusters/${cl.id}/reconfigure/add-node`);
-    t.ok(r.status < 500, `round ${round}: add-node answers ${r.status} ${r.text.slice(0, 120)}`);
-    const after = (await c.get<ClusterView>(`/api/v1/clusters/${cl.id}/state`)).body;
-    if (r.status >= 400) t.same(after.config, before.config, `round ${round}: a refused add-node leaves the config alone`);
-    if (r.body.added_node) await c.del(`/api/v1/clusters/${cl.id}/nodes/${r.body.added_node}`);
-    const now = (await c.get<ClusterView>(`/api/v1/clusters/${cl.id}/state`)).body;
-    t.ok(Number(now.config['quorum_n']) <= now.node_ids.length, `round ${round}: N=${String(now.config['quorum_n'])} is at most the ${now.node_ids.length} nodes`);
-  }
-});
+t.test(
+  'a leaderless cluster that loses an added node keeps a valid quorum, and add-node never answers 5xx',
+  async (t) => {
+    const srv = await startReplSim({ NODE_OPTIONS: '' });
+    t.teardown(() => srv.stop());
+    const c = api(srv.base);
+    const cl = (await c.post<ClusterView>('/api/v1/clusters', clusterBodies.ll)).body;
+    for (let round = 0; round < 3; round++) {
+      const before = (await c.get<ClusterView>(`/api/v1/clusters/${cl.id}/state`)).body;
+      const r = await c.post<{ added_node?: string; error?: string }>(`/api/v1/clusters/${cl.id}/reconfigure/add-node`);
+      t.ok(r.status < 500, `round ${round}: add-node answers ${r.status} ${r.text.slice(0, 120)}`);
+      const after = (await c.get<ClusterView>(`/api/v1/clusters/${cl.id}/state`)).body;
+      if (r.status >= 400)
+        t.same(after.config, before.config, `round ${round}: a refused add-node leaves the config alone`);
+      if (r.body.added_node) await c.del(`/api/v1/clusters/${cl.id}/nodes/${r.body.added_node}`);
+      const now = (await c.get<ClusterView>(`/api/v1/clusters/${cl.id}/state`)).body;
+      t.ok(
+        Number(now.config['quorum_n']) <= now.node_ids.length,
+        `round ${round}: N=${String(now.config['quorum_n'])} is at most the ${now.node_ids.length} nodes`,
+      );
+    }
+  },
+);

@@ -12,27 +12,47 @@ export interface Resp<T = any> {
   text: string;
 }
 
-export function request<T = any>(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Resp<T>> {
+export function request<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Resp<T>> {
   const url = new URL(path, base);
-  const payload = body === undefined ? undefined : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  const payload =
+    body === undefined ? undefined : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers: { ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } : {}), ...headers }, agent: keepAlive }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = undefined;
-        if (text.length > 0 && String(res.headers['content-type'] ?? '').includes('json')) {
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
+    const req = http.request(
+      url,
+      {
+        method,
+        headers: {
+          ...(payload !== undefined
+            ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }
+            : {}),
+          ...headers,
+        },
+        agent: keepAlive,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = undefined;
+          if (text.length > 0 && String(res.headers['content-type'] ?? '').includes('json')) {
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
           }
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed as T, text });
-      });
-      res.on('error', reject);
-    });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed as T, text });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     if (payload !== undefined) req.write(payload);
     req.end();
@@ -50,7 +70,15 @@ export const api = (base: string) => ({
 });
 
 /** Opens a WebSocket and collects parsed JSON messages. */
-export async function wsCollect(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; messages: any[]; waitFor: (pred: (m: any) => boolean, ms?: number) => Promise<any>; close: () => void }> {
+export async function wsCollect(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{
+  ws: WebSocket;
+  messages: any[];
+  waitFor: (pred: (m: any) => boolean, ms?: number) => Promise<any>;
+  close: () => void;
+}> {
   const ws = new WebSocket(url, { headers });
   const messages: any[] = [];
   const waiters: Array<{ pred: (m: any) => boolean; resolve: (m: any) => void }> = [];
@@ -73,14 +101,25 @@ export async function wsCollect(url: string, headers: Record<string, string> = {
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+    ws.once('unexpected-response', (_req, res) =>
+      reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })),
+    );
   });
   const waitFor = (pred: (m: any) => boolean, ms = 5000): Promise<any> => {
     const found = messages.find(pred);
     if (found !== undefined) return Promise.resolve(found);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching WebSocket message within ${ms} ms (got ${messages.length})`)), ms);
-      waiters.push({ pred, resolve: (m) => { clearTimeout(timer); resolve(m); } });
+      const timer = setTimeout(
+        () => reject(new Error(`no matching WebSocket message within ${ms} ms (got ${messages.length})`)),
+        ms,
+      );
+      waiters.push({
+        pred,
+        resolve: (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      });
     });
   };
   return { ws, messages, waitFor, close: () => ws.close() };
@@ -89,7 +128,11 @@ export async function wsCollect(url: string, headers: Record<string, string> = {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns a truthy value or the time runs out. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 5000, every = 25): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  ms = 5000,
+  every = 25,
+): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   for (;;) {

@@ -56,4 +56,5 @@ export async function startService(entry: string, env: Record<string, string>, p
   };
 }
 
-export const startReplSim = (env: Record<string, string> = {}) => startService('dist/src/replication/main.js', env, 'REPLSIM_PORT');
+export const startReplSim = (env: Record<string, string> = {}) =>
+  startService('dist/src/replication/main.js', env, 'REPLSIM_PORT');

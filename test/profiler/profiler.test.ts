@@ -35,12 +35,22 @@ t.test('addresses are decoded, and only loopback hosts are accepted', async (t) 
 
 t.test('profile durations are bounded to whole seconds in 1..60', async (t) => {
   const cases: Array<{ raw: string | null; seconds?: number }> = [
-    { raw: null, seconds: 5 }, { raw: '', seconds: 5 }, { raw: '1', seconds: 1 }, { raw: '60', seconds: 60 },
-    { raw: '0' }, { raw: '61' }, { raw: '-1' }, { raw: '1.5' }, { raw: 'abc' }, { raw: '1e1' }, { raw: ' 3' },
+    { raw: null, seconds: 5 },
+    { raw: '', seconds: 5 },
+    { raw: '1', seconds: 1 },
+    { raw: '60', seconds: 60 },
+    { raw: '0' },
+    { raw: '61' },
+    { raw: '-1' },
+    { raw: '1.5' },
+    { raw: 'abc' },
+    { raw: '1e1' },
+    { raw: ' 3' },
   ];
   for (const c of cases) {
     const r = parseProfileSeconds(c.raw);
-    if (c.seconds !== undefined) t.same(r, { ok: true, seconds: c.seconds }, `seconds=${JSON.stringify(c.raw)} gives ${c.seconds}`);
+    if (c.seconds !== undefined)
+      t.same(r, { ok: true, seconds: c.seconds }, `seconds=${JSON.stringify(c.raw)} gives ${c.seconds}`);
     else t.match(r, { ok: false, error: /between 1 and 60/ }, `seconds=${JSON.stringify(c.raw)} is refused`);
   }
 });
@@ -60,7 +70,11 @@ t.test('the profiler serves a CPU profile and a heap snapshot on loopback only',
 
   const index = await fetch(`${base}/`);
   t.equal(index.status, 200, 'the index page answers');
-  t.match(await index.text(), /\/debug\/pprof\/profile\?seconds=.*\/debug\/pprof\/heap/s, 'the index links both profiles');
+  t.match(
+    await index.text(),
+    /\/debug\/pprof\/profile\?seconds=.*\/debug\/pprof\/heap/s,
+    'the index links both profiles',
+  );
 
   const errorCases: Array<{ path: string; status: number; error: RegExp }> = [
     { path: '/debug/pprof/profile?seconds=0', status: 400, error: /between 1 and 60/ },
@@ -91,12 +105,24 @@ t.test('the profiler serves a CPU profile and a heap snapshot on loopback only',
   const res = await first;
   clearInterval(burn);
   t.equal(res.status, 200, 'the CPU profile is served');
-  t.match(res.headers.get('content-disposition') ?? '', /attachment; filename="cpu-.*\.cpuprofile"/, 'it downloads as a .cpuprofile');
-  const cpu = (await res.json()) as { nodes: Array<{ id: number; callFrame: { functionName: string } }>; samples: number[]; startTime: number; endTime: number };
+  t.match(
+    res.headers.get('content-disposition') ?? '',
+    /attachment; filename="cpu-.*\.cpuprofile"/,
+    'it downloads as a .cpuprofile',
+  );
+  const cpu = (await res.json()) as {
+    nodes: Array<{ id: number; callFrame: { functionName: string } }>;
+    samples: number[];
+    startTime: number;
+    endTime: number;
+  };
   t.ok(Array.isArray(cpu.nodes) && cpu.nodes.length > 1, 'the profile has call-tree nodes');
   t.ok(Array.isArray(cpu.samples) && cpu.samples.length > 0, 'the profile has samples');
   const ids = new Set(cpu.nodes.map((n) => n.id));
-  t.ok(cpu.samples.every((s) => ids.has(s)), 'every sample names a node of the tree');
+  t.ok(
+    cpu.samples.every((s) => ids.has(s)),
+    'every sample names a node of the tree',
+  );
   const spanMs = (cpu.endTime - cpu.startTime) / 1000;
   t.ok(spanMs >= 900 && spanMs < 5000, `the profile spans about one second (${spanMs.toFixed(0)} ms)`);
 
@@ -106,10 +132,22 @@ t.test('the profiler serves a CPU profile and a heap snapshot on loopback only',
 
   const heap = await fetch(`${base}/debug/pprof/heap`);
   t.equal(heap.status, 200, 'the heap snapshot is served');
-  t.match(heap.headers.get('content-disposition') ?? '', /attachment; filename="heap-.*\.heapsnapshot"/, 'it downloads as a .heapsnapshot');
-  const snap = JSON.parse(await heap.text()) as { snapshot: { meta: { node_fields: string[] }; node_count: number }; nodes: number[]; strings: string[] };
+  t.match(
+    heap.headers.get('content-disposition') ?? '',
+    /attachment; filename="heap-.*\.heapsnapshot"/,
+    'it downloads as a .heapsnapshot',
+  );
+  const snap = JSON.parse(await heap.text()) as {
+    snapshot: { meta: { node_fields: string[] }; node_count: number };
+    nodes: number[];
+    strings: string[];
+  };
   t.ok(Array.isArray(snap.snapshot.meta.node_fields), 'the snapshot carries its meta description');
-  t.ok(snap.snapshot.node_count > 1000 && snap.nodes.length === snap.snapshot.node_count * snap.snapshot.meta.node_fields.length, 'the node table matches the declared node count');
+  t.ok(
+    snap.snapshot.node_count > 1000 &&
+      snap.nodes.length === snap.snapshot.node_count * snap.snapshot.meta.node_fields.length,
+    'the node table matches the declared node count',
+  );
   t.ok(snap.strings.length > 100, 'the snapshot has its string table');
 });
 
@@ -117,7 +155,10 @@ t.test('the profiler is never reachable on a non-loopback interface', async (t) 
   const p = await startProfiler('localhost:0', silentLogger());
   t.teardown(() => p.close());
   t.equal(p.host, '127.0.0.1', 'localhost binds the IPv4 loopback address');
-  const external = Object.values(networkInterfaces()).flat().filter((i) => i && !i.internal && i.family === 'IPv4').map((i) => i?.address as string);
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .filter((i) => i && !i.internal && i.family === 'IPv4')
+    .map((i) => i?.address as string);
   if (external.length === 0) {
     t.comment('this machine has no non-loopback IPv4 interface: only the bound address is checked');
   }

@@ -57,5 +57,8 @@ t.test('an answer lists whole buckets within max, and names only those', async (
   t.ok(answer.buckets.length > 0, 'some buckets listed');
   t.ok(answer.entries.length <= 50, 'at most max pairs');
   const plan = aePlan(a, answer, 50);
-  t.ok(plan.push.length > 0 && plan.push.length <= 50, `the initiator pushes the listed buckets' keys (${plan.push.length})`);
+  t.ok(
+    plan.push.length > 0 && plan.push.length <= 50,
+    `the initiator pushes the listed buckets' keys (${plan.push.length})`,
+  );
 });

@@ -25,39 +25,71 @@ t.test('a small per-node budget: 507 at and past it, no crash, the process stays
   t.equal(limits.node_stored_bytes_max, budgetBytes);
   t.equal(limits.worker_heap_mb, 4 * budgetMb + 48, 'the worker heap is sized from it (4 x budget + 48 MiB)');
 
-  t.test('the OOM reproduction (512 KiB values into a 3-node single_leader cluster) gets 507s, not a dead node', async (t) => {
-    const cl = (await c.post(`${V}/clusters`, { strategy: 'single_leader', node_count: 3 })).body;
-    const value = 'x'.repeat(512 * 1024);
-    const statuses: Record<number, number> = {};
-    let firstRefusal: any;
-    for (let i = 0; i < 40; i++) {
-      const r = await c.post(`${V}/clusters/${cl.id}/write`, { key: `big-${i}`, value });
-      statuses[r.status] = (statuses[r.status] ?? 0) + 1;
-      if (r.status === 507) firstRefusal ??= r.body;
-    }
-    t.ok((statuses[200] ?? 0) > 0, `some writes fit (${JSON.stringify(statuses)})`);
-    t.equal((statuses[200] ?? 0) + (statuses[507] ?? 0), 40, 'every other write is a 507');
-    t.match(firstRefusal, { error: /budget of 4194304 bytes \(REPLSIM_NODE_MEMORY_MB\)/ }, 'the 507 names the budget');
-    const st = (await c.get(`${V}/clusters/${cl.id}/state`)).body;
-    t.same(Object.values(st.nodes).map((n: any) => n.state), ['online', 'online', 'online'], 'no node crashed');
-    t.ok(st.metrics.nodes.n1.stored_bytes <= budgetBytes, `the leader holds at most its budget (${st.metrics.nodes.n1.stored_bytes})`);
-    const del = await c.del(`${V}/clusters/${cl.id}/kv?key=big-0`);
-    t.equal(del.status, 200, 'a delete is accepted at a full budget (it frees bytes)');
-    const after = await c.post(`${V}/clusters/${cl.id}/write`, { key: 'small', value: 'fits again' });
-    t.equal(after.status, 200, 'and a small write fits again');
-    t.equal((await c.get('/healthz')).status, 200, 'the process is healthy');
-    const metrics = (await c.get('/metrics')).text;
-    t.notMatch(metrics, /sim_worker_exits_total\{reason="(out_of_memory|error|exited|killed)"\}/, 'no worker exited');
-  });
+  t.test(
+    'the OOM reproduction (512 KiB values into a 3-node single_leader cluster) gets 507s, not a dead node',
+    async (t) => {
+      const cl = (await c.post(`${V}/clusters`, { strategy: 'single_leader', node_count: 3 })).body;
+      const value = 'x'.repeat(512 * 1024);
+      const statuses: Record<number, number> = {};
+      let firstRefusal: any;
+      for (let i = 0; i < 40; i++) {
+        const r = await c.post(`${V}/clusters/${cl.id}/write`, { key: `big-${i}`, value });
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+        if (r.status === 507) firstRefusal ??= r.body;
+      }
+      t.ok((statuses[200] ?? 0) > 0, `some writes fit (${JSON.stringify(statuses)})`);
+      t.equal((statuses[200] ?? 0) + (statuses[507] ?? 0), 40, 'every other write is a 507');
+      t.match(
+        firstRefusal,
+        { error: /budget of 4194304 bytes \(REPLSIM_NODE_MEMORY_MB\)/ },
+        'the 507 names the budget',
+      );
+      const st = (await c.get(`${V}/clusters/${cl.id}/state`)).body;
+      t.same(
+        Object.values(st.nodes).map((n: any) => n.state),
+        ['online', 'online', 'online'],
+        'no node crashed',
+      );
+      t.ok(
+        st.metrics.nodes.n1.stored_bytes <= budgetBytes,
+        `the leader holds at most its budget (${st.metrics.nodes.n1.stored_bytes})`,
+      );
+      const del = await c.del(`${V}/clusters/${cl.id}/kv?key=big-0`);
+      t.equal(del.status, 200, 'a delete is accepted at a full budget (it frees bytes)');
+      const after = await c.post(`${V}/clusters/${cl.id}/write`, { key: 'small', value: 'fits again' });
+      t.equal(after.status, 200, 'and a small write fits again');
+      t.equal((await c.get('/healthz')).status, 200, 'the process is healthy');
+      const metrics = (await c.get('/metrics')).text;
+      t.notMatch(metrics, /sim_worker_exits_total\{reason="(out_of_memory|error|exited|killed)"\}/, 'no worker exited');
+    },
+  );
 
   t.test('multi_leader: a write landing exactly at the budget is accepted, one byte past it is a 507', async (t) => {
     const cl = (await c.post(`${V}/clusters`, { strategy: 'multi_leader', node_count: 2 })).body;
-    const storedOn = async (node: string): Promise<number> => (await c.get(`${V}/clusters/${cl.id}/state`)).body.metrics.nodes[node].stored_bytes;
-    t.equal((await c.post(`${V}/clusters/${cl.id}/write`, { key: 'a', value: 'y'.repeat(100_000), target_node_id: 'n1' })).status, 200);
-    t.equal(await storedOn('n1'), 1 + 100_000 + entryOverheadBytes, 'stored bytes are key + value + the per-entry overhead');
+    const storedOn = async (node: string): Promise<number> =>
+      (await c.get(`${V}/clusters/${cl.id}/state`)).body.metrics.nodes[node].stored_bytes;
+    t.equal(
+      (await c.post(`${V}/clusters/${cl.id}/write`, { key: 'a', value: 'y'.repeat(100_000), target_node_id: 'n1' }))
+        .status,
+      200,
+    );
+    t.equal(
+      await storedOn('n1'),
+      1 + 100_000 + entryOverheadBytes,
+      'stored bytes are key + value + the per-entry overhead',
+    );
     // Values are at most 512 Ki characters: fill most of the budget with several.
     for (let i = 0; i < 8; i++) {
-      t.equal((await c.post(`${V}/clusters/${cl.id}/write`, { key: `f${i}`, value: 'y'.repeat(500_000), target_node_id: 'n1' })).status, 200);
+      t.equal(
+        (
+          await c.post(`${V}/clusters/${cl.id}/write`, {
+            key: `f${i}`,
+            value: 'y'.repeat(500_000),
+            target_node_id: 'n1',
+          })
+        ).status,
+        200,
+      );
     }
     const used = await storedOn('n1');
     const key = 'b';
@@ -67,16 +99,24 @@ t.test('a small per-node budget: 507 at and past it, no crash, the process stays
     t.equal(await storedOn('n1'), budgetBytes, 'the node is at its budget');
     const past = await c.post(`${V}/clusters/${cl.id}/write`, { key: 'c', value: '', target_node_id: 'n1' });
     t.equal(past.status, 507, 'any write that would grow it is a 507');
-    t.match(past.body.error, /would store 4194369 bytes, past its budget of 4194304 bytes/, 'naming the bytes and the budget');
+    t.match(
+      past.body.error,
+      /would store 4194369 bytes, past its budget of 4194304 bytes/,
+      'naming the bytes and the budget',
+    );
     const same = await c.post(`${V}/clusters/${cl.id}/write`, { key, value: 'w'.repeat(fill), target_node_id: 'n1' });
     t.equal(same.status, 200, 'an overwrite of the same size stays at the budget and is accepted');
-    const batch = await c.post(`${V}/clusters/${cl.id}/write-batch`, { entries: [{ key: 'd', value: 'v', target_node_id: 'n1' }] });
+    const batch = await c.post(`${V}/clusters/${cl.id}/write-batch`, {
+      entries: [{ key: 'd', value: 'v', target_node_id: 'n1' }],
+    });
     t.equal(batch.status, 200, 'a batch answers per entry');
     t.match(batch.body.results[0].error, /past its budget/, 'with the refusal for the entry past the budget');
   });
 
   t.test('leaderless: replicas past their budget refuse with 507 once W cannot be met', async (t) => {
-    const cl = (await c.post(`${V}/clusters`, { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 })).body;
+    const cl = (
+      await c.post(`${V}/clusters`, { strategy: 'leaderless', node_count: 3, quorum_n: 3, quorum_w: 2, quorum_r: 2 })
+    ).body;
     const value = 'q'.repeat(256 * 1024);
     const statuses: Record<number, number> = {};
     let refusal: any;
@@ -88,7 +128,11 @@ t.test('a small per-node budget: 507 at and past it, no crash, the process stays
     t.ok((statuses[200] ?? 0) > 0 && (statuses[507] ?? 0) > 0, `fills, then 507 (${JSON.stringify(statuses)})`);
     t.match(refusal, { error: /budget/ }, 'the 507 names the budget');
     const st = (await c.get(`${V}/clusters/${cl.id}/state`)).body;
-    t.same(Object.values(st.nodes).map((n: any) => n.state), ['online', 'online', 'online'], 'no node crashed');
+    t.same(
+      Object.values(st.nodes).map((n: any) => n.state),
+      ['online', 'online', 'online'],
+      'no node crashed',
+    );
   });
 });
 

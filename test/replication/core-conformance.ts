@@ -9,7 +9,14 @@
 import type { Test } from 'tap';
 import { DetCluster } from '../../src/fabric/deterministic.js';
 import type {
-  ClientOp, ClientReply, ClusterConfig, CoreFactory, DurableFold, NodeId, Strategy, Version,
+  ClientOp,
+  ClientReply,
+  ClusterConfig,
+  CoreFactory,
+  DurableFold,
+  NodeId,
+  Strategy,
+  Version,
 } from '../../src/replication/core.js';
 import { withDurableStorage } from '../../src/replication/swarm/kv-swarm.js';
 
@@ -114,7 +121,13 @@ export function runCoreConformance(t: Test, h: CoreHarness): void {
   test('batch', 'a batch writes every entry (or is refused as unsupported)', async (t) => {
     const c = cluster();
     const w = writer(c);
-    const r = call(c, w, { op: 'batch', entries: [{ key: 'a', value: '1' }, { key: 'b', value: '2' }] });
+    const r = call(c, w, {
+      op: 'batch',
+      entries: [
+        { key: 'a', value: '1' },
+        { key: 'b', value: '2' },
+      ],
+    });
     if (r && !r.ok && r.code === 'unsupported') {
       t.pass('refused as unsupported');
       return;
@@ -122,7 +135,14 @@ export function runCoreConformance(t: Test, h: CoreHarness): void {
     t.ok(r?.ok && r.result.kind === 'batch', `acknowledged as a batch (${codeOf(r)})`);
     if (r?.ok && r.result.kind === 'batch') {
       const pairs = r.result.entries.map((e) => [e.key, e.value]);
-      t.same(pairs, [['a', '1'], ['b', '2']], 'one version per entry, in order');
+      t.same(
+        pairs,
+        [
+          ['a', '1'],
+          ['b', '2'],
+        ],
+        'one version per entry, in order',
+      );
     }
     t.equal(entryOf(call(c, w, { op: 'read', key: 'a' }))?.value, '1');
     t.equal(entryOf(call(c, w, { op: 'read', key: 'b' }))?.value, '2');
@@ -143,8 +163,7 @@ export function runCoreConformance(t: Test, h: CoreHarness): void {
     if (leaderRedirect) {
       const held = c.core(victim).storeView()['k']?.value;
       t.equal(held, 'while-paused', 'it caught up (its store; reads go to the leader)');
-    }
-    else t.equal(entryOf(r)?.value, 'while-paused', 'it serves the write after resume');
+    } else t.equal(entryOf(r)?.value, 'while-paused', 'it serves the write after resume');
   });
 
   test('status_fields', 'status() reports a role, non-negative indexes and one leader (or none) for all', async (t) => {
@@ -181,7 +200,11 @@ export function runCoreConformance(t: Test, h: CoreHarness): void {
     const cell = (v: Version | undefined): string => (v === undefined || v.tombstone ? 'none' : `v:${v.value}`);
     const held = new Map(ids.map((id) => [id, c.core(id).storeView()]));
     for (const id of ids) c.crash(id);
-    t.same(ids.map((id) => c.state(id)), ids.map(() => 'offline'), 'all down');
+    t.same(
+      ids.map((id) => c.state(id)),
+      ids.map(() => 'offline'),
+      'all down',
+    );
     for (const id of ids) c.restart(id);
     c.runFor(2000);
     for (const id of ids) {
@@ -218,7 +241,10 @@ export function runCoreConformance(t: Test, h: CoreHarness): void {
         const op: ClientOp = i % 3 === 2 ? { op: 'read', key } : { op: 'write', key, value: `${i}` };
         c.client(ids[i % ids.length] as NodeId, op);
       }
-      c.fabric.partition([w], ids.filter((id) => id !== w));
+      c.fabric.partition(
+        [w],
+        ids.filter((id) => id !== w),
+      );
       c.runFor(500);
       c.fabric.clearFaults();
       c.crash(ids[ids.length - 1] as NodeId);

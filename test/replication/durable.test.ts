@@ -6,11 +6,24 @@
  */
 import t from 'tap';
 import { effectiveConfig } from '../../src/replication/config.js';
-import { defaultTimings, emptyOutput, type ClientOp, type CoreOptions, type NodeCore, type Strategy } from '../../src/replication/core.js';
+import {
+  defaultTimings,
+  emptyOutput,
+  type ClientOp,
+  type CoreOptions,
+  type NodeCore,
+  type Strategy,
+} from '../../src/replication/core.js';
 import { loadStrategy } from '../../src/replication/cores/index.js';
 import { DurableStore } from '../../src/replication/durable-store.js';
 import {
-  durableCheckpointFrameIndex, durableFrameIndex, encode, forEachDurableRecord, FrameWriter, leadingDurableFrame, readFrames,
+  durableCheckpointFrameIndex,
+  durableFrameIndex,
+  encode,
+  forEachDurableRecord,
+  FrameWriter,
+  leadingDurableFrame,
+  readFrames,
   reservedFrameIndexMin,
 } from '../../protocol/actor.js';
 import { Fabric } from '../../src/fabric/fabric.js';
@@ -20,11 +33,24 @@ import { SeededRng } from '../../src/util/rng.js';
 function options(strategy: Strategy, extra: Partial<CoreOptions> = {}): CoreOptions {
   const eff = effectiveConfig({ strategy, node_count: 1, quorum_n: 1, quorum_w: 1, quorum_r: 1 });
   if (!eff.ok) throw new Error(eff.error);
-  return { id: 'n1', cluster_id: 'c', peers: ['n1'], config: eff.config, timings: defaultTimings, rng: new SeededRng(1), now: 1_000, ...extra };
+  return {
+    id: 'n1',
+    cluster_id: 'c',
+    peers: ['n1'],
+    config: eff.config,
+    timings: defaultTimings,
+    rng: new SeededRng(1),
+    now: 1_000,
+    ...extra,
+  };
 }
 
 /** Runs `ops` through a core, storing each step's records as the front does (checkpoints honoured). */
-async function run(strategy: Strategy, ops: ClientOp[], extra: Partial<CoreOptions> = {}): Promise<{ core: NodeCore; store: DurableStore; codes: string[] }> {
+async function run(
+  strategy: Strategy,
+  ops: ClientOp[],
+  extra: Partial<CoreOptions> = {},
+): Promise<{ core: NodeCore; store: DurableStore; codes: string[] }> {
   const { factory, fold } = await loadStrategy(strategy);
   const core = factory(options(strategy, extra));
   const store = new DurableStore();
@@ -36,10 +62,11 @@ async function run(strategy: Strategy, ops: ClientOp[], extra: Partial<CoreOptio
     const records = out.durable ?? [];
     if (records.length > 0) {
       let from = 0;
-      for (let i = records.length - 1; i >= 0; i--) if (fold?.isCheckpoint(records[i])) {
-        from = i;
-        break;
-      }
+      for (let i = records.length - 1; i >= 0; i--)
+        if (fold?.isCheckpoint(records[i])) {
+          from = i;
+          break;
+        }
       store.append(encode(records.slice(from)).slice(), from > 0 || fold?.isCheckpoint(records[0]) === true);
     }
     for (const r of out.replies) codes.push(r.ok ? 'ok' : r.code);
@@ -54,12 +81,17 @@ async function run(strategy: Strategy, ops: ClientOp[], extra: Partial<CoreOptio
   return { core, store, codes };
 }
 
-const writes = (n: number, valueChars: number): ClientOp[] => Array.from({ length: n }, (_, i) => ({ op: 'write', key: `k${i % 40}`, value: `${i}:`.padEnd(valueChars, 'x') }));
+const writes = (n: number, valueChars: number): ClientOp[] =>
+  Array.from({ length: n }, (_, i) => ({ op: 'write', key: `k${i % 40}`, value: `${i}:`.padEnd(valueChars, 'x') }));
 
 for (const strategy of ['single_leader', 'multi_leader', 'leaderless'] as const) {
   t.test(`${strategy}: folding the stored records rebuilds the store (with checkpoints)`, async (t) => {
     // 3,000 writes of 600 characters: well past the 1 MiB checkpoint threshold, so storage forgets.
-    const ops: ClientOp[] = [...writes(3000, 600), { op: 'delete', key: 'k3' }, { op: 'write', key: 'late', value: 'v' }];
+    const ops: ClientOp[] = [
+      ...writes(3000, 600),
+      { op: 'delete', key: 'k3' },
+      { op: 'write', key: 'late', value: 'v' },
+    ];
     const { core, store, codes } = await run(strategy, ops);
     t.same([...new Set(codes)], ['ok'], 'every write was acknowledged');
     t.ok(store.bytes < 3000 * 600, `storage forgot what checkpoints superseded (${store.bytes} bytes held)`);
@@ -77,10 +109,18 @@ for (const strategy of ['single_leader', 'multi_leader', 'leaderless'] as const)
 
 t.test('a budget refuses the write that would pass it with storage_full (507), for every strategy', async (t) => {
   for (const strategy of ['single_leader', 'multi_leader', 'leaderless'] as const) {
-    const { codes } = await run(strategy, writes(40, 10_000).map((op, i) => ({ ...op, key: `u${i}` }) as ClientOp), { storedBytesMax: 100_000 });
+    const { codes } = await run(
+      strategy,
+      writes(40, 10_000).map((op, i) => ({ ...op, key: `u${i}` }) as ClientOp),
+      { storedBytesMax: 100_000 },
+    );
     const firstRefused = codes.indexOf('storage_full');
     t.ok(firstRefused > 0, `${strategy}: writes fit until the budget (${firstRefused} did)`);
-    t.same([...new Set(codes.slice(firstRefused))], ['storage_full'], `${strategy}: every later growing write is refused`);
+    t.same(
+      [...new Set(codes.slice(firstRefused))],
+      ['storage_full'],
+      `${strategy}: every later growing write is refused`,
+    );
   }
 });
 
@@ -90,7 +130,14 @@ t.test('DurableStore: a checkpoint forgets older records; contents are copies in
   s.append(encode([['b', 2]]).slice(), false);
   const seen: unknown[] = [];
   forEachDurableRecord(s.contents(), (r) => seen.push(r));
-  t.same(seen, [['a', 1], ['b', 2]], 'records in order');
+  t.same(
+    seen,
+    [
+      ['a', 1],
+      ['b', 2],
+    ],
+    'records in order',
+  );
   s.append(encode([['c', 3]]).slice(), true);
   const after: unknown[] = [];
   forEachDurableRecord(s.contents(), (r) => after.push(r));
@@ -134,5 +181,8 @@ t.test('durable frames: the leading frame of a net buffer, skipped by the live f
   plain.add(2, send);
   t.equal(leadingDurableFrame(plain.finish()), undefined, 'a buffer of sends only has no durable frame');
   t.equal(leadingDurableFrame(new ArrayBuffer(3)), undefined, 'shorter than a header');
-  t.ok(reservedFrameIndexMin > 64 && durableFrameIndex < 0x8000, 'reserved indexes lie above every node index and below the traced flag');
+  t.ok(
+    reservedFrameIndexMin > 64 && durableFrameIndex < 0x8000,
+    'reserved indexes lie above every node index and below the traced flag',
+  );
 });

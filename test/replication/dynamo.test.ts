@@ -92,7 +92,11 @@ t.test('vector clocks', async (t) => {
       { numRuns: 2000 },
     );
     t.same(incrementClock({ n2: 3, n1: 1 }, 'n3'), { n1: 1, n2: 3, n3: 1 });
-    t.same(Object.keys(incrementClock({ n1: 1, n3: 2 }, 'n2')), ['n1', 'n2', 'n3'], 'a new id goes in its sorted place');
+    t.same(
+      Object.keys(incrementClock({ n1: 1, n3: 2 }, 'n2')),
+      ['n1', 'n2', 'n3'],
+      'a new id goes in its sorted place',
+    );
     t.same(incrementClock({}, 'n1'), { n1: 1 });
   });
 
@@ -213,7 +217,10 @@ t.test('tagged values are decoded strictly and encoded canonically', async (t) =
   for (const c of cases) t.equal(parseCrdt(c.value)?.kind ?? null, c.kind, c.name);
   const a = parseCrdt('{"state":{"n2":1,"n1":2},"crdt":"g_counter"}');
   const b = parseCrdt('{"crdt":"g_counter","state":{"n1":2,"n2":1},"value":999}');
-  t.ok(a?.kind === 'state' && b?.kind === 'state' && encodeCrdt(a.state) === encodeCrdt(b.state), 'key order and a stale value do not matter');
+  t.ok(
+    a?.kind === 'state' && b?.kind === 'state' && encodeCrdt(a.state) === encodeCrdt(b.state),
+    'key order and a stale value do not matter',
+  );
   if (a?.kind === 'state') t.equal(encodeCrdt(a.state), '{"crdt":"g_counter","state":{"n1":2,"n2":1},"value":3}');
 });
 

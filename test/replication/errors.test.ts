@@ -58,6 +58,6 @@ t.test('ReplicationError carries a code, never a status', async (t) => {
   t.ok(err instanceof Error);
   t.equal(err.code, 'no_leader');
   t.equal(err.message, 'no leader elected yet');
-  t.notOk('status' in err, 'the status is the edge\'s call');
+  t.notOk('status' in err, "the status is the edge's call");
   t.equal(statusOf(err.code, 'control'), 409);
 });

@@ -4,7 +4,12 @@
  * timing validation (limits.ts).
  */
 import t from 'tap';
-import { classifyRemote, externalTimestampProblem, HybridClock, type ObserveOutcome } from '../../src/replication/hlc.js';
+import {
+  classifyRemote,
+  externalTimestampProblem,
+  HybridClock,
+  type ObserveOutcome,
+} from '../../src/replication/hlc.js';
 import { corruptTimestampAheadMsMax, hlcMaxOffsetMs, validateTimings } from '../../src/replication/limits.js';
 import { defaultTimings, type CoreTimings } from '../../src/replication/core.js';
 
@@ -13,14 +18,62 @@ const ns = (ms: number): number => ms * 1_000_000;
 
 t.test('classifyRemote: the receive rule with a max offset', async (t) => {
   const cases: Array<{ name: string; remoteNs: number; lastNs: number; physicalMs: number; want: ObserveOutcome }> = [
-    { name: 'a remote value just ahead of the clock is adopted', remoteNs: ns(nowMs) + 5_000, lastNs: ns(nowMs), physicalMs: nowMs, want: 'adopted' },
-    { name: 'a remote value exactly max offset ahead of the physical clock is adopted', remoteNs: ns(nowMs + hlcMaxOffsetMs), lastNs: 0, physicalMs: nowMs, want: 'adopted' },
-    { name: 'a remote value one microsecond past the max offset is refused', remoteNs: ns(nowMs + hlcMaxOffsetMs) + 1_000, lastNs: 0, physicalMs: nowMs, want: 'refused_ahead' },
-    { name: 'a remote value a day ahead is refused', remoteNs: ns(nowMs + 86_400_000), lastNs: ns(nowMs), physicalMs: nowMs, want: 'refused_ahead' },
-    { name: 'the issue\'s 1.23e38 is refused', remoteNs: 1.23e38, lastNs: ns(nowMs), physicalMs: nowMs, want: 'refused_ahead' },
-    { name: 'a remote value behind the clock changes nothing', remoteNs: ns(nowMs) - 1000, lastNs: ns(nowMs), physicalMs: nowMs, want: 'behind' },
-    { name: 'a remote value equal to the clock changes nothing', remoteNs: ns(nowMs), lastNs: ns(nowMs), physicalMs: nowMs, want: 'behind' },
-    { name: 'a node 5 s behind (ClockSkewLWW) still adopts a peer 5 s ahead of it', remoteNs: ns(nowMs), lastNs: 0, physicalMs: nowMs - 5_000, want: 'adopted' },
+    {
+      name: 'a remote value just ahead of the clock is adopted',
+      remoteNs: ns(nowMs) + 5_000,
+      lastNs: ns(nowMs),
+      physicalMs: nowMs,
+      want: 'adopted',
+    },
+    {
+      name: 'a remote value exactly max offset ahead of the physical clock is adopted',
+      remoteNs: ns(nowMs + hlcMaxOffsetMs),
+      lastNs: 0,
+      physicalMs: nowMs,
+      want: 'adopted',
+    },
+    {
+      name: 'a remote value one microsecond past the max offset is refused',
+      remoteNs: ns(nowMs + hlcMaxOffsetMs) + 1_000,
+      lastNs: 0,
+      physicalMs: nowMs,
+      want: 'refused_ahead',
+    },
+    {
+      name: 'a remote value a day ahead is refused',
+      remoteNs: ns(nowMs + 86_400_000),
+      lastNs: ns(nowMs),
+      physicalMs: nowMs,
+      want: 'refused_ahead',
+    },
+    {
+      name: "the issue's 1.23e38 is refused",
+      remoteNs: 1.23e38,
+      lastNs: ns(nowMs),
+      physicalMs: nowMs,
+      want: 'refused_ahead',
+    },
+    {
+      name: 'a remote value behind the clock changes nothing',
+      remoteNs: ns(nowMs) - 1000,
+      lastNs: ns(nowMs),
+      physicalMs: nowMs,
+      want: 'behind',
+    },
+    {
+      name: 'a remote value equal to the clock changes nothing',
+      remoteNs: ns(nowMs),
+      lastNs: ns(nowMs),
+      physicalMs: nowMs,
+      want: 'behind',
+    },
+    {
+      name: 'a node 5 s behind (ClockSkewLWW) still adopts a peer 5 s ahead of it',
+      remoteNs: ns(nowMs),
+      lastNs: 0,
+      physicalMs: nowMs - 5_000,
+      want: 'adopted',
+    },
     { name: 'Infinity is invalid', remoteNs: Infinity, lastNs: 0, physicalMs: nowMs, want: 'refused_invalid' },
     { name: 'NaN is invalid', remoteNs: NaN, lastNs: 0, physicalMs: nowMs, want: 'refused_invalid' },
     { name: 'a negative value is invalid', remoteNs: -1, lastNs: 0, physicalMs: nowMs, want: 'refused_invalid' },
@@ -33,8 +86,18 @@ t.test('a far-future remote timestamp cannot pin the clock; refusals are counted
     { name: 'a day ahead', remoteNs: ns(nowMs + 86_400_000), skewMs: 0, pinned: false },
     { name: '1.23e38', remoteNs: 1.23e38, skewMs: 0, pinned: false },
     { name: 'just past the max offset', remoteNs: ns(nowMs + hlcMaxOffsetMs + 1), skewMs: 0, pinned: false },
-    { name: 'within the max offset (adopted: later writes order after it)', remoteNs: ns(nowMs + 1_000), skewMs: 0, pinned: true },
-    { name: 'a day ahead of a node skewed a day ahead (within its own offset)', remoteNs: ns(nowMs + 86_400_000 + 500), skewMs: 86_400_000, pinned: true },
+    {
+      name: 'within the max offset (adopted: later writes order after it)',
+      remoteNs: ns(nowMs + 1_000),
+      skewMs: 0,
+      pinned: true,
+    },
+    {
+      name: 'a day ahead of a node skewed a day ahead (within its own offset)',
+      remoteNs: ns(nowMs + 86_400_000 + 500),
+      skewMs: 86_400_000,
+      pinned: true,
+    },
   ];
   for (const c of cases) {
     const clock = new HybridClock();
@@ -57,7 +120,15 @@ t.test('a far-future remote timestamp cannot pin the clock; refusals are counted
 t.test('the clock stays strictly increasing across ticks and observes', async (t) => {
   const clock = new HybridClock();
   let prev = 0;
-  const steps: Array<['tick' | 'observe', number]> = [['tick', nowMs], ['tick', nowMs], ['observe', ns(nowMs + 10)], ['tick', nowMs], ['observe', 1e30], ['tick', nowMs - 5], ['tick', nowMs + 20]];
+  const steps: Array<['tick' | 'observe', number]> = [
+    ['tick', nowMs],
+    ['tick', nowMs],
+    ['observe', ns(nowMs + 10)],
+    ['tick', nowMs],
+    ['observe', 1e30],
+    ['tick', nowMs - 5],
+    ['tick', nowMs + 20],
+  ];
   for (const [kind, v] of steps) {
     if (kind === 'observe') clock.observe(v, nowMs);
     else {
@@ -77,7 +148,12 @@ t.test('externalTimestampProblem: safe integers no more than the limit ahead', a
     { name: 'an old timestamp is fine', ts: ceiling - ns(3_600_000), ok: true },
     { name: 'zero is fine', ts: 0, ok: true },
     { name: 'exactly a day ahead is fine', ts: ceiling + ns(aheadMs), ok: true },
-    { name: 'a day and a millisecond ahead is refused', ts: ceiling + ns(aheadMs + 1), ok: false, msg: /at most 86400000 ms ahead/ },
+    {
+      name: 'a day and a millisecond ahead is refused',
+      ts: ceiling + ns(aheadMs + 1),
+      ok: false,
+      msg: /at most 86400000 ms ahead/,
+    },
     { name: '1.23e38 is refused', ts: 1.23e38, ok: false, msg: /ms ahead/ },
     { name: 'a fraction is refused', ts: 1.5, ok: false, msg: /integer/ },
     { name: 'a negative value is refused', ts: -1000, ok: false, msg: /negative/ },
@@ -95,13 +171,33 @@ t.test('externalTimestampProblem: safe integers no more than the limit ahead', a
 t.test('validateTimings refuses timings that would make followers elect against a live leader', async (t) => {
   const cases: Array<{ name: string; over: Partial<CoreTimings>; error?: RegExp }> = [
     { name: 'the defaults are valid', over: {} },
-    { name: 'heartbeat equal to the minimum election timeout', over: { heartbeatMs: 150 }, error: /heartbeatMs \(150\) must be less than electionTimeoutMsMin \(150\)/ },
-    { name: 'minimum above maximum', over: { electionTimeoutMsMin: 400 }, error: /electionTimeoutMsMin \(400\) must be at most electionTimeoutMsMax \(300\)/ },
+    {
+      name: 'heartbeat equal to the minimum election timeout',
+      over: { heartbeatMs: 150 },
+      error: /heartbeatMs \(150\) must be less than electionTimeoutMsMin \(150\)/,
+    },
+    {
+      name: 'minimum above maximum',
+      over: { electionTimeoutMsMin: 400 },
+      error: /electionTimeoutMsMin \(400\) must be at most electionTimeoutMsMax \(300\)/,
+    },
     { name: 'min equal to max is allowed', over: { electionTimeoutMsMin: 300 } },
-    { name: 'a zero request timeout', over: { requestTimeoutMs: 0 }, error: /requestTimeoutMs must be a positive number/ },
+    {
+      name: 'a zero request timeout',
+      over: { requestTimeoutMs: 0 },
+      error: /requestTimeoutMs must be a positive number/,
+    },
     { name: 'a NaN retransmit period', over: { retransmitMs: NaN }, error: /retransmitMs must be a positive number/ },
-    { name: 'a fractional snapshot period', over: { snapshotEveryEntries: 2.5 }, error: /snapshotEveryEntries must be an integer/ },
-    { name: 'zero entries per message', over: { maxEntriesPerMessage: 0 }, error: /maxEntriesPerMessage must be a positive number/ },
+    {
+      name: 'a fractional snapshot period',
+      over: { snapshotEveryEntries: 2.5 },
+      error: /snapshotEveryEntries must be an integer/,
+    },
+    {
+      name: 'zero entries per message',
+      over: { maxEntriesPerMessage: 0 },
+      error: /maxEntriesPerMessage must be a positive number/,
+    },
   ];
   for (const c of cases) {
     const r = validateTimings({ ...defaultTimings, ...c.over });

@@ -443,8 +443,14 @@ t.test('history: fault intervals for pause, crash, stall, partition, latency, dr
   for (const type of ['link_latency_set', 'link_drop_set', 'network_faults_cleared', 'clock_skew_set']) {
     t.ok(events.includes(type), `a ${type} event on /ws`);
   }
-  t.match(ws.messages.find((m) => m.type === 'link_latency_set'), { data: { from: 'n1', to: 'n2', ms: 40 } });
-  t.match(ws.messages.find((m) => m.type === 'clock_skew_set'), { node_id: 'n3', data: { skew_ms: 5000 } });
+  t.match(
+    ws.messages.find((m) => m.type === 'link_latency_set'),
+    { data: { from: 'n1', to: 'n2', ms: 40 } },
+  );
+  t.match(
+    ws.messages.find((m) => m.type === 'clock_skew_set'),
+    { node_id: 'n3', data: { skew_ms: 5000 } },
+  );
   t.type(after[6].end_ms, 'number', 'setting the skew back to 0 closes its interval');
 });
 

@@ -14,8 +14,20 @@ const c = api(srv.base);
 const V = '/api/v1';
 
 const names = [
-  'ReplicationLag', 'SyncVsAsync', 'LeaderFailover', 'MultiLeaderConflict', 'SplitBrain', 'QuorumTuning', 'ReadRepair',
-  'NetworkPartitionHeal', 'CascadingFailure', 'ThunderingHerd', 'HotKeyZipfian', 'NetworkFlapping', 'ClockSkewLWW', 'CorruptReplica',
+  'ReplicationLag',
+  'SyncVsAsync',
+  'LeaderFailover',
+  'MultiLeaderConflict',
+  'SplitBrain',
+  'QuorumTuning',
+  'ReadRepair',
+  'NetworkPartitionHeal',
+  'CascadingFailure',
+  'ThunderingHerd',
+  'HotKeyZipfian',
+  'NetworkFlapping',
+  'ClockSkewLWW',
+  'CorruptReplica',
 ];
 
 async function run(name: string): Promise<any> {
@@ -25,10 +37,14 @@ async function run(name: string): Promise<any> {
 }
 
 async function finished(id: string, ms = 45_000): Promise<any> {
-  return eventually(async () => {
-    const r = await c.get(`${V}/clusters/${id}/scenario`);
-    return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
-  }, ms, 200);
+  return eventually(
+    async () => {
+      const r = await c.get(`${V}/clusters/${id}/scenario`);
+      return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
+    },
+    ms,
+    200,
+  );
 }
 
 function checkReport(t: Test, name: string, state: any, report: any): void {
@@ -36,11 +52,26 @@ function checkReport(t: Test, name: string, state: any, report: any): void {
   t.equal(report.cluster_id, state.id, `${name}: and the cluster`);
   t.equal(report.status, 'finished', `${name}: ran to its end${report.error ? ` (${report.error})` : ''}`);
   t.ok(report.steps.length >= 2, `${name}: narrated ${report.steps.length} steps`);
-  t.same(report.steps.map((s: any) => s.step), report.steps.map((_: unknown, i: number) => i + 1), `${name}: steps are numbered in order`);
-  t.ok(report.steps.every((s: any) => typeof s.text === 'string' && s.text.length > 10 && typeof s.at === 'string'), `${name}: each step has text and a time`);
-  t.match(report.verdict, { scenario: name, expected: String, actual: String, passed: Boolean }, `${name}: verdict shape`);
+  t.same(
+    report.steps.map((s: any) => s.step),
+    report.steps.map((_: unknown, i: number) => i + 1),
+    `${name}: steps are numbered in order`,
+  );
+  t.ok(
+    report.steps.every((s: any) => typeof s.text === 'string' && s.text.length > 10 && typeof s.at === 'string'),
+    `${name}: each step has text and a time`,
+  );
+  t.match(
+    report.verdict,
+    { scenario: name, expected: String, actual: String, passed: Boolean },
+    `${name}: verdict shape`,
+  );
   t.ok(report.verdict.checks.length >= 2, `${name}: the verdict rests on ${report.verdict.checks.length} checks`);
-  t.equal(report.verdict.passed, report.verdict.checks.every((k: any) => k.passed), `${name}: passed is the conjunction of its checks`);
+  t.equal(
+    report.verdict.passed,
+    report.verdict.checks.every((k: any) => k.passed),
+    `${name}: passed is the conjunction of its checks`,
+  );
   const failed = report.verdict.checks.filter((k: any) => !k.passed).map((k: any) => `${k.name}: ${k.detail}`);
   t.equal(report.verdict.passed, true, `${name}: the lesson showed (${failed.join('; ') || 'all checks passed'})`);
   t.ok(typeof report.elapsed_ms === 'number' && report.finished_at, `${name}: timed`);
@@ -49,16 +80,37 @@ function checkReport(t: Test, name: string, state: any, report: any): void {
 t.test('GET /scenarios lists the fourteen scenarios with their strategy, description and node count', async (t) => {
   const r = await c.get(`${V}/scenarios`);
   t.equal(r.status, 200);
-  t.same(r.body.map((s: any) => s.name), names, 'the contract names, in order');
+  t.same(
+    r.body.map((s: any) => s.name),
+    names,
+    'the contract names, in order',
+  );
   for (const s of r.body) {
-    t.match(s, { name: String, strategy: /^(single_leader|multi_leader|leaderless|raft)$/, description: String, node_count: Number }, `${s.name}: Scenario shape`);
+    t.match(
+      s,
+      {
+        name: String,
+        strategy: /^(single_leader|multi_leader|leaderless|raft)$/,
+        description: String,
+        node_count: Number,
+      },
+      `${s.name}: Scenario shape`,
+    );
     t.ok(s.description.length > 40, `${s.name}: described`);
     t.equal(s.config.strategy, s.strategy, `${s.name}: its config matches`);
   }
   const byName = Object.fromEntries(r.body.map((s: any) => [s.name, s]));
   t.match(byName.ReplicationLag, { strategy: 'single_leader', node_count: 4 });
-  t.match(byName.MultiLeaderConflict, { strategy: 'multi_leader', node_count: 3, config: { conflict_resolver: 'lww' } });
-  t.match(byName.ReadRepair, { strategy: 'leaderless', node_count: 5, config: { quorum_n: 5, quorum_w: 3, quorum_r: 3 } });
+  t.match(byName.MultiLeaderConflict, {
+    strategy: 'multi_leader',
+    node_count: 3,
+    config: { conflict_resolver: 'lww' },
+  });
+  t.match(byName.ReadRepair, {
+    strategy: 'leaderless',
+    node_count: 5,
+    config: { quorum_n: 5, quorum_w: 3, quorum_r: 3 },
+  });
   t.match(byName.ClockSkewLWW, { strategy: 'leaderless', node_count: 3 });
   for (const s of r.body.filter((x: any) => x.strategy === 'leaderless')) {
     t.ok(s.config.quorum_w + s.config.quorum_r > s.config.quorum_n, `${s.name}: W + R > N`);
@@ -82,7 +134,11 @@ t.test('ReplicationLag: 201 with the cluster at once, narration and verdict on /
   const ws = await wsCollect(`${srv.base.replace('http', 'ws')}/ws`);
   t.teardown(() => ws.close());
   const state = await run('ReplicationLag');
-  t.match(state, { id: String, config: { strategy: 'single_leader', node_count: 4, replication_mode: 'async' }, leader_id: 'n1' }, 'the provisioned ClusterState');
+  t.match(
+    state,
+    { id: String, config: { strategy: 'single_leader', node_count: 4, replication_mode: 'async' }, leader_id: 'n1' },
+    'the provisioned ClusterState',
+  );
   t.same(state.node_ids, ['n1', 'n2', 'n3', 'n4']);
   const early = await c.get(`${V}/clusters/${state.id}/scenario`);
   t.equal(early.status, 200, 'the report exists at once');
@@ -91,11 +147,28 @@ t.test('ReplicationLag: 201 with the cluster at once, narration and verdict on /
   const verdict = await ws.waitFor((m) => m.type === 'scenario_verdict' && m.cluster_id === state.id, 30_000);
   const steps = ws.messages.filter((m) => m.type === 'scenario_step' && m.cluster_id === state.id);
   t.ok(steps.length >= 3, `${steps.length} scenario_step events`);
-  t.ok(steps.every((m: any) => m.data.scenario === 'ReplicationLag' && typeof m.data.step === 'number' && typeof m.data.text === 'string' && typeof m.timestamp === 'string'), 'each step event carries scenario, step and text');
-  t.match(verdict.data, { scenario: 'ReplicationLag', expected: String, actual: String, passed: true }, 'the verdict event');
+  t.ok(
+    steps.every(
+      (m: any) =>
+        m.data.scenario === 'ReplicationLag' &&
+        typeof m.data.step === 'number' &&
+        typeof m.data.text === 'string' &&
+        typeof m.timestamp === 'string',
+    ),
+    'each step event carries scenario, step and text',
+  );
+  t.match(
+    verdict.data,
+    { scenario: 'ReplicationLag', expected: String, actual: String, passed: true },
+    'the verdict event',
+  );
   const report = await finished(state.id);
   checkReport(t, 'ReplicationLag', state, report);
-  t.same(report.steps.map((s: any) => s.text), steps.map((m: any) => m.data.text), 'the report holds the same narration as the events');
+  t.same(
+    report.steps.map((s: any) => s.text),
+    steps.map((m: any) => m.data.text),
+    'the report holds the same narration as the events',
+  );
   t.equal(report.verdict.actual, verdict.data.actual, 'and the same verdict');
   t.match(report.verdict.actual, /n4 was \d+ entries behind/, 'the verdict reports the lag it measured');
   const st = (await c.get(`${V}/clusters/${state.id}/state`)).body;
@@ -119,7 +192,9 @@ for (const batch of batches) {
       t.equal(state.config.strategy, def.strategy, `${name}: provisioned with its strategy`);
       t.equal(state.node_ids.length, def.node_count, `${name}: and its node count`);
     }
-    const done = await Promise.all(started.map(async ({ name, state }) => ({ name, state, report: await finished(state.id) })));
+    const done = await Promise.all(
+      started.map(async ({ name, state }) => ({ name, state, report: await finished(state.id) })),
+    );
     for (const { name, state, report } of done) {
       checkReport(t, name, state, report);
       reports.set(name, { state, report });
@@ -131,13 +206,33 @@ for (const batch of batches) {
 
 t.test('the verdicts carry what was measured', async (t) => {
   const get = (n: string): any => reports.get(n)?.report;
-  t.match(get('SyncVsAsync')?.verdict.actual, /average write latency async [\d.]+ ms, sync [\d.]+ ms/, 'SyncVsAsync: latencies');
+  t.match(
+    get('SyncVsAsync')?.verdict.actual,
+    /average write latency async [\d.]+ ms, sync [\d.]+ ms/,
+    'SyncVsAsync: latencies',
+  );
   t.match(get('LeaderFailover')?.verdict.actual, /leader n1 -> n\d/, 'LeaderFailover: the promotion');
-  t.match(get('LeaderFailover')?.verdict.actual, /2 of 2 acknowledged writes lost/, 'LeaderFailover: the orphaned writes');
-  t.match(get('MultiLeaderConflict')?.verdict.actual, /sim_conflicts_total = [1-9]/, 'MultiLeaderConflict: conflicts counted in /metrics');
+  t.match(
+    get('LeaderFailover')?.verdict.actual,
+    /2 of 2 acknowledged writes lost/,
+    'LeaderFailover: the orphaned writes',
+  );
+  t.match(
+    get('MultiLeaderConflict')?.verdict.actual,
+    /sim_conflicts_total = [1-9]/,
+    'MultiLeaderConflict: conflicts counted in /metrics',
+  );
   t.match(get('ReadRepair')?.verdict.actual, /[1-9]\d* repairs/, 'ReadRepair: repairs counted');
-  t.match(get('ThunderingHerd')?.verdict.actual, /[1-9]\d* drops in ClusterState, [1-9]\d* in sim_dropped_messages_total/, 'ThunderingHerd: back-pressure drops counted');
-  t.match(get('NetworkFlapping')?.verdict.actual, /[1-9]\d* messages dropped by the drop rate/, 'NetworkFlapping: drops on the flapping link');
+  t.match(
+    get('ThunderingHerd')?.verdict.actual,
+    /[1-9]\d* drops in ClusterState, [1-9]\d* in sim_dropped_messages_total/,
+    'ThunderingHerd: back-pressure drops counted',
+  );
+  t.match(
+    get('NetworkFlapping')?.verdict.actual,
+    /[1-9]\d* messages dropped by the drop rate/,
+    'NetworkFlapping: drops on the flapping link',
+  );
   t.match(get('ClockSkewLWW')?.verdict.actual, /draft \d+ < published \d+/, 'ClockSkewLWW: the timestamps');
 });
 
@@ -156,7 +251,11 @@ t.test('QuorumTuning compares against a legal second cluster and deletes it at t
 
 t.test('deleting the cluster mid-run stops the script quietly and records aborted', async (t) => {
   const state = await run('CascadingFailure');
-  await eventually(async () => ((await c.get(`${V}/clusters/${state.id}/scenario`)).body.steps.length >= 1 ? true : undefined), 10_000, 25);
+  await eventually(
+    async () => ((await c.get(`${V}/clusters/${state.id}/scenario`)).body.steps.length >= 1 ? true : undefined),
+    10_000,
+    25,
+  );
   t.equal((await c.del(`${V}/clusters/${state.id}`)).status, 204);
   const report = await finished(state.id, 10_000);
   t.equal(report.status, 'aborted', 'aborted');

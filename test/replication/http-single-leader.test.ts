@@ -23,10 +23,24 @@ t.test('creating a cluster returns its state with every default filled in', asyn
   const cl = await newCluster();
   t.match(cl.id, /^[0-9a-f-]{36}$/, 'the id is a UUID');
   t.same(cl.node_ids, ['n1', 'n2', 'n3'], 'three nodes by default, named n1..n3');
-  t.same(cl.config, {
-    strategy: 'single_leader', node_count: 3, replication_mode: 'async', conflict_resolver: 'lww', quorum_n: 3, quorum_w: 2,
-    quorum_r: 2, regions: 1, inter_region_latency_ms: 80, consistency_level: 'quorum', read_repair_mode: 'async', sloppy_quorum: true,
-  }, 'effective config');
+  t.same(
+    cl.config,
+    {
+      strategy: 'single_leader',
+      node_count: 3,
+      replication_mode: 'async',
+      conflict_resolver: 'lww',
+      quorum_n: 3,
+      quorum_w: 2,
+      quorum_r: 2,
+      regions: 1,
+      inter_region_latency_ms: 80,
+      consistency_level: 'quorum',
+      read_repair_mode: 'async',
+      sloppy_quorum: true,
+    },
+    'effective config',
+  );
   t.equal(cl.leader_id, 'n1', 'the first node leads');
   t.equal(cl.nodes.n1.role, 'leader');
   t.equal(cl.nodes.n2.role, 'follower');
@@ -37,13 +51,23 @@ t.test('creating a cluster returns its state with every default filled in', asyn
   t.match(cl.created, /^\d{4}-\d\d-\d\dT/, 'created is a date-time');
   const zero = await newCluster({ strategy: 'single_leader', node_count: 0 });
   t.equal(zero.node_ids.length, 3, 'node_count below 1 becomes the default');
-  const started = await c.post(`${V}/simulation/start`, { strategy: 'single_leader', node_count: 2, replication_mode: 'sync' });
+  const started = await c.post(`${V}/simulation/start`, {
+    strategy: 'single_leader',
+    node_count: 2,
+    replication_mode: 'sync',
+  });
   t.equal(started.status, 201, 'simulation/start creates a cluster too');
   t.equal(started.body.config.replication_mode, 'sync');
   const list = await c.get(`${V}/clusters`);
-  t.ok(list.body.some((x: any) => x.id === cl.id), 'the list has it');
+  t.ok(
+    list.body.some((x: any) => x.id === cl.id),
+    'the list has it',
+  );
   const sim = await c.get(`${V}/simulation/state`);
-  t.ok(sim.body.clusters.some((x: any) => x.id === cl.id), 'simulation state has it');
+  t.ok(
+    sim.body.clusters.some((x: any) => x.id === cl.id),
+    'simulation state has it',
+  );
   const m = await c.get(`${V}/simulation/metrics`);
   t.type(m.body[cl.id], 'object', 'simulation metrics per cluster');
   t.equal((await c.del(`${V}/clusters/${zero.id}`)).status, 204, 'delete answers 204');
@@ -57,10 +81,18 @@ t.test('bad requests are refused with a 400 that names the field, and change not
     ['a missing strategy', {}, /strategy: is required/],
     ['an unknown strategy', { strategy: 'paxos' }, /strategy: must be one of/],
     ['a wrong type', { strategy: 'single_leader', node_count: 'three' }, /node_count: must be integer/],
-    ['an unknown replication mode', { strategy: 'single_leader', replication_mode: 'eventual' }, /replication_mode: must be one of/],
+    [
+      'an unknown replication mode',
+      { strategy: 'single_leader', replication_mode: 'eventual' },
+      /replication_mode: must be one of/,
+    ],
     ['too many nodes', { strategy: 'single_leader', node_count: 65 }, /node_count must be between 1 and 64/],
     ['a fractional node count', { strategy: 'single_leader', node_count: 2.5 }, /node_count: must be integer/],
-    ['too many regions', { strategy: 'single_leader', node_count: 3, regions: 4 }, /regions must be between 1 and node_count/],
+    [
+      'too many regions',
+      { strategy: 'single_leader', node_count: 3, regions: 4 },
+      /regions must be between 1 and node_count/,
+    ],
     ['a JSON array', [1], /body: must be object/],
   ];
   for (const [name, body, re] of cases) {
@@ -73,7 +105,9 @@ t.test('bad requests are refused with a 400 that names the field, and change not
   // the rest of the upload instead of closing, so the client reads the 413 while still sending.
   // Three times: the refused upload must not leave the next request a reset either.
   for (let i = 1; i <= 3; i++) {
-    const big = await request(srv.base, 'POST', `${V}/clusters`, Buffer.alloc(2 * 1024 * 1024, 'x')).catch((e: Error) => ({ status: -1, body: { error: e.message } }));
+    const big = await request(srv.base, 'POST', `${V}/clusters`, Buffer.alloc(2 * 1024 * 1024, 'x')).catch(
+      (e: Error) => ({ status: -1, body: { error: e.message } }),
+    );
     t.equal(big.status, 413, `a 2 MiB body is 413 (try ${i})`, { body: big.body });
     t.match(big.body, { error: /exceeds/ }, `the 413 says why (try ${i})`);
   }
@@ -95,12 +129,48 @@ t.test('bad requests are refused with a 400 that names the field, and change not
   }
   t.same(await storeOf(id, 'n1'), {}, 'no refused write changed the store');
   const bad = [
-    ['partition with overlapping groups', `${V}/clusters/${id}/network/partition`, { group_a: ['n1', 'n2'], group_b: ['n2', 'n3'] }, 400, /disjoint/],
-    ['partition with an unknown node', `${V}/clusters/${id}/network/partition`, { group_a: ['n1'], group_b: ['n9'] }, 400, /node n9 is not in cluster/],
-    ['partition with an empty group', `${V}/clusters/${id}/network/partition`, { group_a: [], group_b: ['n2'] }, 400, /group_a/],
-    ['latency with a negative value', `${V}/clusters/${id}/network/latency`, { from: 'n1', to: 'n2', ms: -1 }, 400, /ms: must be >= 0/],
-    ['latency to an unknown node', `${V}/clusters/${id}/network/latency`, { from: 'n1', to: 'n7', ms: 10 }, 404, /node n7 not found/],
-    ['drop rate above 1', `${V}/clusters/${id}/network/drop`, { from: 'n1', to: 'n2', rate: 1.5 }, 400, /rate: must be <= 1/],
+    [
+      'partition with overlapping groups',
+      `${V}/clusters/${id}/network/partition`,
+      { group_a: ['n1', 'n2'], group_b: ['n2', 'n3'] },
+      400,
+      /disjoint/,
+    ],
+    [
+      'partition with an unknown node',
+      `${V}/clusters/${id}/network/partition`,
+      { group_a: ['n1'], group_b: ['n9'] },
+      400,
+      /node n9 is not in cluster/,
+    ],
+    [
+      'partition with an empty group',
+      `${V}/clusters/${id}/network/partition`,
+      { group_a: [], group_b: ['n2'] },
+      400,
+      /group_a/,
+    ],
+    [
+      'latency with a negative value',
+      `${V}/clusters/${id}/network/latency`,
+      { from: 'n1', to: 'n2', ms: -1 },
+      400,
+      /ms: must be >= 0/,
+    ],
+    [
+      'latency to an unknown node',
+      `${V}/clusters/${id}/network/latency`,
+      { from: 'n1', to: 'n7', ms: 10 },
+      404,
+      /node n7 not found/,
+    ],
+    [
+      'drop rate above 1',
+      `${V}/clusters/${id}/network/drop`,
+      { from: 'n1', to: 'n2', rate: 1.5 },
+      400,
+      /rate: must be <= 1/,
+    ],
     ['clock skew without ms', `${V}/clusters/${id}/nodes/n2/clock-skew`, {}, 400, /ms: is required/],
     ['a batch with no entries', `${V}/clusters/${id}/write-batch`, { entries: [] }, 400, /entries/],
   ] as const;
@@ -109,7 +179,12 @@ t.test('bad requests are refused with a 400 that names the field, and change not
     t.equal(r.status, status, `${name}: ${status}`);
     t.match(r.body.error, re, `${name}: message`);
   }
-  t.equal((await c.get(`${V}/clusters/${id}/state`)).body.partitions && Object.keys((await c.get(`${V}/clusters/${id}/state`)).body.partitions).length, 0, 'no partition was created');
+  t.equal(
+    (await c.get(`${V}/clusters/${id}/state`)).body.partitions &&
+      Object.keys((await c.get(`${V}/clusters/${id}/state`)).body.partitions).length,
+    0,
+    'no partition was created',
+  );
 });
 
 t.test('unknown clusters and nodes answer 404 on every cluster-scoped endpoint', async (t) => {
@@ -170,28 +245,58 @@ t.test('async replication reaches every follower; reads, deletes, logs and store
   t.same(del.body, { status: 'deleted', key: 'color' }, 'delete answers status and key');
   for (const n of ['n1', 'n2', 'n3', 'n4']) {
     await eventually(async () => (await storeOf(id, n)).color?.tombstone === true, 5000);
-    t.equal((await c.get(`${V}/clusters/${id}/read?key=color&node_id=${n}`)).status, 404, `${n} reads the deleted key as not found`);
+    t.equal(
+      (await c.get(`${V}/clusters/${id}/read?key=color&node_id=${n}`)).status,
+      404,
+      `${n} reads the deleted key as not found`,
+    );
   }
   const store = await storeOf(id, 'n3');
   t.equal(Object.keys(store).length, 21, 'the follower store has every key (and the tombstone)');
   const log = (await c.get(`${V}/clusters/${id}/nodes/n1/log`)).body;
   t.equal(log.length, 22, 'the leader log has every entry');
-  t.match(log[0], { index: 1, type: 'put', ops: [{ key: 'color', value: 'blue' }] }, 'log entries describe the operation');
+  t.match(
+    log[0],
+    { index: 1, type: 'put', ops: [{ key: 'color', value: 'blue' }] },
+    'log entries describe the operation',
+  );
   t.match(log[21], { index: 22, type: 'delete' }, 'deletes are log entries');
   const st = (await c.get(`${V}/clusters/${id}/state`)).body;
   t.equal(st.nodes.n1.commit_index, 22, 'leader commit index is live');
   await eventually(async () => (await c.get(`${V}/clusters/${id}/state`)).body.nodes.n4.last_applied === 22);
   t.pass('followers report last_applied 22');
   const metrics = (await c.get('/metrics')).text;
-  t.match(metrics, new RegExp(`sim_writes_total\\{cluster_id="${id}",node_id="n1",strategy="single_leader"\\} 22`), 'sim_writes_total counts the writes');
-  t.match(metrics, new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n2"\\} 1\n`), 'sim_reads_total counts the successful reads');
+  t.match(
+    metrics,
+    new RegExp(`sim_writes_total\\{cluster_id="${id}",node_id="n1",strategy="single_leader"\\} 22`),
+    'sim_writes_total counts the writes',
+  );
+  t.match(
+    metrics,
+    new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n2"\\} 1\n`),
+    'sim_reads_total counts the successful reads',
+  );
   // The counters are handed to prom-client when /metrics is read: a second read sees only what came since added on.
   for (let i = 0; i < 3; i++) await c.post(`${V}/clusters/${id}/write`, { key: `m${i}`, value: 'x' });
   for (let i = 0; i < 2; i++) await c.get(`${V}/clusters/${id}/read?key=k1&node_id=n1`);
   const again = (await c.get('/metrics')).text;
-  t.match(again, new RegExp(`sim_writes_total\\{cluster_id="${id}",node_id="n1",strategy="single_leader"\\} 25\n`), 'sim_writes_total keeps counting across scrapes');
-  t.match(again, new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n1"\\} 2\n`), 'sim_reads_total keeps counting across scrapes');
-  for (const name of ['sim_replication_lag_ms', 'sim_dropped_messages_total', 'sim_partition_active', 'process_cpu_seconds_total']) t.match(metrics, name, `metrics include ${name}`);
+  t.match(
+    again,
+    new RegExp(`sim_writes_total\\{cluster_id="${id}",node_id="n1",strategy="single_leader"\\} 25\n`),
+    'sim_writes_total keeps counting across scrapes',
+  );
+  t.match(
+    again,
+    new RegExp(`sim_reads_total\\{cluster_id="${id}",node_id="n1"\\} 2\n`),
+    'sim_reads_total keeps counting across scrapes',
+  );
+  for (const name of [
+    'sim_replication_lag_ms',
+    'sim_dropped_messages_total',
+    'sim_partition_active',
+    'process_cpu_seconds_total',
+  ])
+    t.match(metrics, name, `metrics include ${name}`);
 });
 
 t.test('a paused follower catches up after resume; a paused leader refuses writes', async (t) => {
@@ -199,13 +304,18 @@ t.test('a paused follower catches up after resume; a paused leader refuses write
   const id = cl.id;
   t.same((await c.post(`${V}/clusters/${id}/nodes/n3/pause`)).body, { status: 'paused', node: 'n3' });
   t.equal((await c.get(`${V}/clusters/${id}/state`)).body.nodes.n3.state, 'paused', 'state shows paused');
-  for (let i = 0; i < 50; i++) t.equal((await c.post(`${V}/clusters/${id}/write`, { key: `p${i}`, value: String(i) })).status, 200);
+  for (let i = 0; i < 50; i++)
+    t.equal((await c.post(`${V}/clusters/${id}/write`, { key: `p${i}`, value: String(i) })).status, 200);
   await sleep(150);
   const st = (await c.get(`${V}/clusters/${id}/state`)).body;
   t.equal(st.nodes.n3.last_applied, 0, 'the paused follower applied nothing');
   t.equal(st.nodes.n3.lag, 50, 'its lag is 50 entries');
   t.equal((await c.get(`${V}/clusters/${id}/read?key=p1&node_id=n3`)).status, 404, 'reading from a paused node is 404');
-  t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'x', value: 'y', target_node_id: 'n3' })).status, 409, 'writing to a paused node is 409');
+  t.equal(
+    (await c.post(`${V}/clusters/${id}/write`, { key: 'x', value: 'y', target_node_id: 'n3' })).status,
+    409,
+    'writing to a paused node is 409',
+  );
   await c.post(`${V}/clusters/${id}/nodes/n3/resume`);
   await eventually(async () => (await c.get(`${V}/clusters/${id}/state`)).body.nodes.n3.last_applied === 50, 5000);
   t.equal((await c.get(`${V}/clusters/${id}/state`)).body.nodes.n3.lag, 0, 'caught up: lag 0');
@@ -221,11 +331,17 @@ t.test('a follower paused past the retained log catches up from a snapshot', asy
   await c.post(`${V}/clusters/${id}/nodes/n3/pause`);
   // 1,400 entries (more than the 1,000-1,250 a leader keeps), over 300 keys so some are overwritten.
   for (let b = 0; b < 14; b++) {
-    const entries = Array.from({ length: 100 }, (_, i) => ({ key: `s${(b * 100 + i) % 300}`, value: `v${b * 100 + i}` }));
+    const entries = Array.from({ length: 100 }, (_, i) => ({
+      key: `s${(b * 100 + i) % 300}`,
+      value: `v${b * 100 + i}`,
+    }));
     t.equal((await c.post(`${V}/clusters/${id}/write-batch`, { entries })).status, 200);
   }
   const leaderLog = (await c.get(`${V}/clusters/${id}/nodes/n1/log`)).body;
-  t.ok(leaderLog.length <= 1250 && leaderLog[0].index > 1, `the leader kept only the recent log (${leaderLog.length} entries from ${leaderLog[0].index})`);
+  t.ok(
+    leaderLog.length <= 1250 && leaderLog[0].index > 1,
+    `the leader kept only the recent log (${leaderLog.length} entries from ${leaderLog[0].index})`,
+  );
   await c.post(`${V}/clusters/${id}/nodes/n3/resume`);
   await eventually(async () => (await c.get(`${V}/clusters/${id}/state`)).body.nodes.n3.last_applied === 1400, 8000);
   const [leader, follower] = [await storeOf(id, 'n1'), await storeOf(id, 'n3')];
@@ -237,19 +353,39 @@ t.test('a follower paused past the retained log catches up from a snapshot', asy
 t.test('sync writes time out with 409 when a follower is paused; semi_sync needs only one', async (t) => {
   const cl = await newCluster({ strategy: 'single_leader', replication_mode: 'sync' });
   const id = cl.id;
-  t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '1' })).status, 200, 'sync write with every follower up');
+  t.equal(
+    (await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '1' })).status,
+    200,
+    'sync write with every follower up',
+  );
   await c.post(`${V}/clusters/${id}/nodes/n2/pause`);
   const r = await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '2' });
   t.equal(r.status, 409, 'sync write with a paused follower is 409');
-  t.match(r.body.error, /sync replication timed out .* applied on leader n1 .* indeterminate/, 'the message says applied on the leader but not confirmed');
+  t.match(
+    r.body.error,
+    /sync replication timed out .* applied on leader n1 .* indeterminate/,
+    'the message says applied on the leader but not confirmed',
+  );
   const patched = await c.patch(`${V}/clusters/${id}/config`, { replication_mode: 'semi_sync' });
   t.equal(patched.status, 200);
   t.equal(patched.body.config.replication_mode, 'semi_sync', 'PATCH config switches the mode');
-  t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '3' })).status, 200, 'semi_sync succeeds with one follower up');
+  t.equal(
+    (await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '3' })).status,
+    200,
+    'semi_sync succeeds with one follower up',
+  );
   await c.post(`${V}/clusters/${id}/nodes/n3/pause`);
-  t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '4' })).status, 409, 'semi_sync fails with no follower up');
+  t.equal(
+    (await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '4' })).status,
+    409,
+    'semi_sync fails with no follower up',
+  );
   await c.patch(`${V}/clusters/${id}/config`, { replication_mode: 'async', quorum_n: 9 });
-  t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '5' })).status, 200, 'async succeeds regardless');
+  t.equal(
+    (await c.post(`${V}/clusters/${id}/write`, { key: 'a', value: '5' })).status,
+    200,
+    'async succeeds regardless',
+  );
 });
 
 t.test('a partition separating a follower stalls it and healing lets it converge', async (t) => {
@@ -260,8 +396,16 @@ t.test('a partition separating a follower stalls it and healing lets it converge
   const pid = p.body.partition_id;
   t.type(pid, 'string');
   const st = (await c.get(`${V}/clusters/${id}/state`)).body;
-  t.same(st.partitions[pid], { id: pid, group_a: { n1: true, n2: true }, group_b: { n3: true } }, 'the partition is in the cluster state');
-  t.match((await c.get('/metrics')).text, new RegExp(`sim_partition_active\\{cluster_id="${id}"\\} 1`), 'sim_partition_active is 1');
+  t.same(
+    st.partitions[pid],
+    { id: pid, group_a: { n1: true, n2: true }, group_b: { n3: true } },
+    'the partition is in the cluster state',
+  );
+  t.match(
+    (await c.get('/metrics')).text,
+    new RegExp(`sim_partition_active\\{cluster_id="${id}"\\} 1`),
+    'sim_partition_active is 1',
+  );
   for (let i = 0; i < 10; i++) await c.post(`${V}/clusters/${id}/write`, { key: `q${i}`, value: 'v' });
   await eventually(async () => (await storeOf(id, 'n2')).q9 !== undefined);
   await sleep(200);
@@ -269,7 +413,11 @@ t.test('a partition separating a follower stalls it and healing lets it converge
   t.equal((await c.del(`${V}/clusters/${id}/network/partition/${pid}`)).status, 204, 'heal answers 204');
   await eventually(async () => Object.keys(await storeOf(id, 'n3')).length === 10, 5000);
   t.pass('after healing the follower converged');
-  t.match((await c.get('/metrics')).text, new RegExp(`sim_partition_active\\{cluster_id="${id}"\\} 0`), 'sim_partition_active back to 0');
+  t.match(
+    (await c.get('/metrics')).text,
+    new RegExp(`sim_partition_active\\{cluster_id="${id}"\\} 0`),
+    'sim_partition_active back to 0',
+  );
 });
 
 t.test('latency and drop rate shape replication; clearing faults restores it', async (t) => {
@@ -293,24 +441,49 @@ t.test('latency and drop rate shape replication; clearing faults restores it', a
 t.test('atomic batches are all-or-nothing, non-atomic batches answer per entry', async (t) => {
   const cl = await newCluster();
   const id = cl.id;
-  const ok = await c.post(`${V}/clusters/${id}/write-batch`, { atomic: true, entries: [{ key: 'a', value: '1' }, { key: 'b', value: '2' }] });
+  const ok = await c.post(`${V}/clusters/${id}/write-batch`, {
+    atomic: true,
+    entries: [
+      { key: 'a', value: '1' },
+      { key: 'b', value: '2' },
+    ],
+  });
   t.equal(ok.status, 200);
   t.equal(ok.body.atomic, true);
-  t.same(ok.body.entries.map((e: any) => [e.key, e.value, e.version]), [['a', b64('1'), 1], ['b', b64('2'), 1]], 'both entries applied in one log entry');
-  const refused = await c.post(`${V}/clusters/${id}/write-batch`, { atomic: true, entries: [{ key: 'c', value: '3' }, { key: 'd', value: '4', target_node_id: 'n2' }] });
+  t.same(
+    ok.body.entries.map((e: any) => [e.key, e.value, e.version]),
+    [
+      ['a', b64('1'), 1],
+      ['b', b64('2'), 1],
+    ],
+    'both entries applied in one log entry',
+  );
+  const refused = await c.post(`${V}/clusters/${id}/write-batch`, {
+    atomic: true,
+    entries: [
+      { key: 'c', value: '3' },
+      { key: 'd', value: '4', target_node_id: 'n2' },
+    ],
+  });
   t.equal(refused.status, 409, 'an atomic batch with an entry aimed at a follower is refused');
   const s = await storeOf(id, 'n1');
   t.equal(s.c, undefined, 'and none of its entries was applied');
   await eventually(async () => (await storeOf(id, 'n3')).b !== undefined);
   t.equal((await storeOf(id, 'n3')).a.version, 1, 'the atomic batch replicated as one entry');
-  const mixed = await c.post(`${V}/clusters/${id}/write-batch`, { entries: [{ key: 'e', value: '5' }, { key: 'f', value: '6', target_node_id: 'n2' }, { key: 'g', value: '7', target_node_id: 'n8' }] });
+  const mixed = await c.post(`${V}/clusters/${id}/write-batch`, {
+    entries: [
+      { key: 'e', value: '5' },
+      { key: 'f', value: '6', target_node_id: 'n2' },
+      { key: 'g', value: '7', target_node_id: 'n8' },
+    ],
+  });
   t.equal(mixed.status, 200);
   t.equal(mixed.body.results[0].entry.key, 'e', 'first entry written');
   t.match(mixed.body.results[1], { key: 'f', error: /not the leader/ }, 'second entry has its own error');
   t.match(mixed.body.results[2], { key: 'g', error: /not found/ }, 'third entry has its own error');
 });
 
-t.test('clock skew shifts a node\'s timestamps; adding and removing nodes; failover', async (t) => {
+t.test("clock skew shifts a node's timestamps; adding and removing nodes; failover", async (t) => {
   const cl = await newCluster();
   const id = cl.id;
   const skew = await c.post(`${V}/clusters/${id}/nodes/n1/clock-skew`, { ms: 3_600_000 });
@@ -329,7 +502,11 @@ t.test('clock skew shifts a node\'s timestamps; adding and removing nodes; failo
   t.not(st.leader_id, 'n1', 'a follower was promoted');
   t.same(st.node_ids.sort(), ['n2', 'n3', 'n4']);
   t.equal(st.nodes[st.leader_id].role, 'leader');
-  t.equal((await c.post(`${V}/clusters/${id}/write`, { key: 'k3', value: 'v3' })).status, 200, 'writes work after failover');
+  t.equal(
+    (await c.post(`${V}/clusters/${id}/write`, { key: 'k3', value: 'v3' })).status,
+    200,
+    'writes work after failover',
+  );
 });
 
 t.test('the /ws stream shows the events of a write', async (t) => {
@@ -338,14 +515,21 @@ t.test('the /ws stream shows the events of a write', async (t) => {
   t.teardown(() => ws.close());
   await c.post(`${V}/clusters/${cl.id}/write`, { key: 'evt', value: 'v' });
   const recv = await ws.waitFor((m) => m.type === 'write_received');
-  t.match(recv, { type: 'write_received', cluster_id: cl.id, node_id: 'n1', data: { key: 'evt' } }, 'write_received envelope');
+  t.match(
+    recv,
+    { type: 'write_received', cluster_id: cl.id, node_id: 'n1', data: { key: 'evt' } },
+    'write_received envelope',
+  );
   t.match(recv.timestamp, /^\d{4}-/, 'events carry a timestamp');
   const rep = await ws.waitFor((m) => m.type === 'entry_replicated');
   t.equal(rep.cluster_id, cl.id, 'entry_replicated for this cluster');
   const other = await newCluster();
   await c.post(`${V}/clusters/${other.id}/write`, { key: 'x', value: 'y' });
   await sleep(100);
-  t.notOk(ws.messages.some((m) => m.cluster_id === other.id), 'the cluster_id filter keeps other clusters out');
+  t.notOk(
+    ws.messages.some((m) => m.cluster_id === other.id),
+    'the cluster_id filter keeps other clusters out',
+  );
 });
 
 t.test('health, readiness and reset', async (t) => {

@@ -1,6 +1,12 @@
 import t from 'tap';
 import { createLeaderlessCore } from '../../src/replication/cores/leaderless.js';
-import type { ClientReply, ClusterConfig, ConsistencyLevel, ReadRepairMode, Version } from '../../src/replication/core.js';
+import type {
+  ClientReply,
+  ClusterConfig,
+  ConsistencyLevel,
+  ReadRepairMode,
+  Version,
+} from '../../src/replication/core.js';
 import { DetCluster } from '../../src/fabric/deterministic.js';
 import { withStatus } from '../helpers/status.js';
 import { preferenceList } from '../../src/replication/dynamo/ring.js';
@@ -87,7 +93,10 @@ function stored(c: DetCluster, node: string, key: string): Version | undefined {
   return c.core(node).storeView()[key];
 }
 
-function eventsOf(c: DetCluster, type: string): Array<{ node_id?: string; at: number; data?: Record<string, unknown> }> {
+function eventsOf(
+  c: DetCluster,
+  type: string,
+): Array<{ node_id?: string; at: number; data?: Record<string, unknown> }> {
   return c.events.filter((e) => e.type === type);
 }
 
@@ -105,16 +114,39 @@ t.test('a write is acknowledged by W of the N preferred replicas and read back f
   t.equal(ev?.data?.required, 2, 'quorum_achieved names W');
   c.runFor(100);
   for (const node of members5) {
-    t.equal(stored(c, node, key)?.value, pl.includes(node) ? 'v1' : undefined, `${node} ${pl.includes(node) ? 'holds' : 'does not hold'} the key`);
+    t.equal(
+      stored(c, node, key)?.value,
+      pl.includes(node) ? 'v1' : undefined,
+      `${node} ${pl.includes(node) ? 'holds' : 'does not hold'} the key`,
+    );
   }
   const r = read(c, 'n5', key);
   t.equal(entry(r).value, 'v1', 'a read through another coordinator sees it');
   const missing = withStatus(read(c, 'n2', 'never-written'), 'read');
-  t.ok(missing && !missing.ok && missing.status === 404 && missing.code === 'not_found' && missing.error === 'key not found', 'an absent key is 404 key not found');
+  t.ok(
+    missing &&
+      !missing.ok &&
+      missing.status === 404 &&
+      missing.code === 'not_found' &&
+      missing.error === 'key not found',
+    'an absent key is 404 key not found',
+  );
   const placement = c.control('n3', { kind: 'custom', name: 'placement', args: { key, n: 3 } });
   t.same(placement.data, { key, preference_list: pl }, 'placement reports the preference list');
-  const batch = c.runUntilReply(c.client('n2', { op: 'batch', entries: [{ key: 'b1', value: 'x' }, { key: 'b2', value: 'y' }] }), 2000);
-  t.ok(batch?.ok && batch.result.kind === 'batch' && batch.result.entries.length === 2, 'a batch writes every entry through its own quorum');
+  const batch = c.runUntilReply(
+    c.client('n2', {
+      op: 'batch',
+      entries: [
+        { key: 'b1', value: 'x' },
+        { key: 'b2', value: 'y' },
+      ],
+    }),
+    2000,
+  );
+  t.ok(
+    batch?.ok && batch.result.kind === 'batch' && batch.result.entries.length === 2,
+    'a batch writes every entry through its own quorum',
+  );
 });
 
 t.test('without a sloppy quorum, a write or read short of W or R replicas fails after the timeout', async (t) => {
@@ -135,41 +167,57 @@ t.test('without a sloppy quorum, a write or read short of W or R replicas fails 
   t.equal(c.now - started, 1000, 'it failed after requestTimeoutMs');
   t.equal(eventsOf(c, 'quorum_failed').length, 1, 'a quorum_failed event');
   const r = withStatus(read(c, coordinator, key), 'read');
-  t.ok(r && !r.ok && r.status === 404 && r.error === 'read quorum not met: 1/2 replies', 'a read short of R is 404 read quorum not met');
+  t.ok(
+    r && !r.ok && r.status === 404 && r.error === 'read quorum not met: 1/2 replies',
+    'a read short of R is 404 read quorum not met',
+  );
 });
 
 t.test('a sloppy quorum writes to stand-ins further along the ring; hinted handoff delivers on resume', async (t) => {
   for (const waitForSuspicion of [false, true]) {
-    t.test(waitForSuspicion ? 'replicas already suspected: stand-ins at once' : 'replicas silent: stand-ins after the probe', async (t) => {
-      const c = cluster();
-      const { key, pl } = keyWhere(members5, 3, () => true);
-      const [coordinator, down1, down2] = pl as [string, string, string];
-      c.pause(down1);
-      c.pause(down2);
-      if (waitForSuspicion) c.runFor(3000);
-      const started = c.now;
-      const w = write(c, coordinator, key, 'sloppy');
-      t.equal(entry(w).value, 'sloppy', 'the write succeeded');
-      t.ok(c.now - started < 1000, `before the timeout (${c.now - started} ms)`);
-      const ev = eventsOf(c, 'quorum_achieved').at(-1);
-      t.equal(ev?.data?.sloppy, true, 'quorum_achieved says a stand-in was used');
-      const standIns = (ev?.data?.stand_ins as Array<{ node: string; for: string }>) ?? [];
-      t.ok(standIns.length >= 1 && standIns.every((s) => !pl.includes(s.node) && [down1, down2].includes(s.for)), 'stand-ins are outside the preference list and hold for the paused replicas');
-      c.runFor(300);
-      const hinted = members5.filter((m) => !pl.includes(m)).flatMap((m) => Object.keys((c.control(m, { kind: 'custom', name: 'hints' }).data ?? {}) as object));
-      t.same(hinted.sort(), [down1, down2].sort(), 'the stand-ins keep hints for both paused owners');
+    t.test(
+      waitForSuspicion ? 'replicas already suspected: stand-ins at once' : 'replicas silent: stand-ins after the probe',
+      async (t) => {
+        const c = cluster();
+        const { key, pl } = keyWhere(members5, 3, () => true);
+        const [coordinator, down1, down2] = pl as [string, string, string];
+        c.pause(down1);
+        c.pause(down2);
+        if (waitForSuspicion) c.runFor(3000);
+        const started = c.now;
+        const w = write(c, coordinator, key, 'sloppy');
+        t.equal(entry(w).value, 'sloppy', 'the write succeeded');
+        t.ok(c.now - started < 1000, `before the timeout (${c.now - started} ms)`);
+        const ev = eventsOf(c, 'quorum_achieved').at(-1);
+        t.equal(ev?.data?.sloppy, true, 'quorum_achieved says a stand-in was used');
+        const standIns = (ev?.data?.stand_ins as Array<{ node: string; for: string }>) ?? [];
+        t.ok(
+          standIns.length >= 1 && standIns.every((s) => !pl.includes(s.node) && [down1, down2].includes(s.for)),
+          'stand-ins are outside the preference list and hold for the paused replicas',
+        );
+        c.runFor(300);
+        const hinted = members5
+          .filter((m) => !pl.includes(m))
+          .flatMap((m) => Object.keys((c.control(m, { kind: 'custom', name: 'hints' }).data ?? {}) as object));
+        t.same(hinted.sort(), [down1, down2].sort(), 'the stand-ins keep hints for both paused owners');
 
-      c.resume(down1);
-      c.resume(down2);
-      c.runFor(2000);
-      for (const owner of [down1, down2]) t.equal(stored(c, owner, key)?.value, 'sloppy', `${owner} received the value by hinted handoff`);
-      const handoffs = eventsOf(c, 'hinted_handoff');
-      t.ok(handoffs.some((e) => e.data?.to === down1) && handoffs.some((e) => e.data?.to === down2), 'hinted_handoff events name the owners');
-      for (const m of members5) {
-        t.same(c.control(m, { kind: 'custom', name: 'hints' }).data, {}, `${m} holds no hints any more`);
-        if (!pl.includes(m)) t.equal(stored(c, m, key), undefined, `${m} (a stand-in) never stored the key as its own`);
-      }
-    });
+        c.resume(down1);
+        c.resume(down2);
+        c.runFor(2000);
+        for (const owner of [down1, down2])
+          t.equal(stored(c, owner, key)?.value, 'sloppy', `${owner} received the value by hinted handoff`);
+        const handoffs = eventsOf(c, 'hinted_handoff');
+        t.ok(
+          handoffs.some((e) => e.data?.to === down1) && handoffs.some((e) => e.data?.to === down2),
+          'hinted_handoff events name the owners',
+        );
+        for (const m of members5) {
+          t.same(c.control(m, { kind: 'custom', name: 'hints' }).data, {}, `${m} holds no hints any more`);
+          if (!pl.includes(m))
+            t.equal(stored(c, m, key), undefined, `${m} (a stand-in) never stored the key as its own`);
+        }
+      },
+    );
   }
 });
 
@@ -187,7 +235,10 @@ t.test('read repair fixes stale replicas in every mode', async (t) => {
       const [first, second, stale] = pl as [string, string, string];
       entry(write(c, first, key, 'old'));
       c.runFor(100);
-      const cut = c.fabric.partition([stale], members5.filter((m) => m !== stale));
+      const cut = c.fabric.partition(
+        [stale],
+        members5.filter((m) => m !== stale),
+      );
       entry(write(c, second, key, 'new'));
       c.runFor(100);
       c.fabric.heal(cut);
@@ -199,37 +250,50 @@ t.test('read repair fixes stale replicas in every mode', async (t) => {
       c.runFor(50);
       t.equal(stored(c, stale, key)?.value, 'new', 'the stale replica now holds the newest version');
       const ev = eventsOf(c, 'read_repair').at(-1);
-      t.ok(ev?.data?.mode === mode && (ev.data.repaired as string[]).includes(stale), 'a read_repair event names the repaired replica');
+      t.ok(
+        ev?.data?.mode === mode && (ev.data.repaired as string[]).includes(stale),
+        'a read_repair event names the repaired replica',
+      );
       if (mode === 'digest') {
         const lines = c.trace.slice(before);
         const digestReply = (l: string) => l.includes(`->${first} kind=get_reply`) && l.includes('full=false');
         t.ok(lines.some(digestReply), 'replicas first answered with digests');
         const staleFull = (l: string) => l.includes(`${stale}->${first} kind=get_reply`) && l.includes('full=true');
-        t.ok(lines.some(staleFull), 'the stale replica\'s full value was fetched after its digest differed');
+        t.ok(lines.some(staleFull), "the stale replica's full value was fetched after its digest differed");
         const agreeStart = c.trace.length;
         entry(read(c, first, key));
         const fulls = c.trace.slice(agreeStart).filter((l) => l.includes('kind=get_reply') && l.includes('full=true'));
-        t.equal(fulls.length, 0, 'when every digest agrees, no remote full value is fetched (the coordinator holds the data)');
+        t.equal(
+          fulls.length,
+          0,
+          'when every digest agrees, no remote full value is fetched (the coordinator holds the data)',
+        );
       }
     });
   }
 
-  t.test('the coordinator\'s own stale copy is repaired, and tombstones propagate without resurrecting', async (t) => {
+  t.test("the coordinator's own stale copy is repaired, and tombstones propagate without resurrecting", async (t) => {
     const c = cluster({ w: 2, r: 2, sloppy: false });
     const { key, pl } = keyWhere(members5, 3, () => true);
     const [a, b, stale] = pl as [string, string, string];
     entry(write(c, a, key, 'alive'));
     c.runFor(100);
-    const cut = c.fabric.partition([stale], members5.filter((m) => m !== stale));
+    const cut = c.fabric.partition(
+      [stale],
+      members5.filter((m) => m !== stale),
+    );
     const del = c.runUntilReply(c.client(a, { op: 'delete', key }), 2000);
     t.ok(del?.ok && del.result.kind === 'entry' && del.result.entry.tombstone, 'the delete stored a tombstone');
     c.runFor(50);
     c.fabric.heal(cut);
     t.equal(stored(c, stale, key)?.tombstone, false, `${stale} still holds the old value`);
     const r = withStatus(read(c, stale, key), 'read');
-    t.ok(r && !r.ok && r.code === 'not_found' && r.status === 404, 'a read through the stale replica finds the tombstone: not found');
+    t.ok(
+      r && !r.ok && r.code === 'not_found' && r.status === 404,
+      'a read through the stale replica finds the tombstone: not found',
+    );
     c.runFor(50);
-    t.equal(stored(c, stale, key)?.tombstone, true, 'the coordinator\'s own copy was repaired to the tombstone');
+    t.equal(stored(c, stale, key)?.tombstone, true, "the coordinator's own copy was repaired to the tombstone");
     c.runFor(3000);
     const again = read(c, b, key);
     t.ok(again && !again.ok && again.code === 'not_found', 'after anti-entropy rounds the key is still deleted');
@@ -269,11 +333,17 @@ t.test('local_quorum succeeds across a region partition where quorum and each_qu
 t.test('the phi-accrual detector suspects a paused node within two seconds and never a healthy one', async (t) => {
   const c = cluster();
   const suspicion = (node: string): { threshold: number; nodes: Record<string, { phi: number; suspected: boolean }> } =>
-    c.control(node, { kind: 'custom', name: 'suspicion' }).data as { threshold: number; nodes: Record<string, { phi: number; suspected: boolean }> };
+    c.control(node, { kind: 'custom', name: 'suspicion' }).data as {
+      threshold: number;
+      nodes: Record<string, { phi: number; suspected: boolean }>;
+    };
   c.runFor(2000);
   const healthy = suspicion('n1');
   t.equal(healthy.threshold, 8, 'threshold 8');
-  t.ok(Object.values(healthy.nodes).every((s) => !s.suspected && s.phi < 1), 'every node healthy: low phi, none suspected');
+  t.ok(
+    Object.values(healthy.nodes).every((s) => !s.suspected && s.phi < 1),
+    'every node healthy: low phi, none suspected',
+  );
   c.pause('n3');
   const pausedAt = c.now;
   let suspectedAfter = -1;
@@ -287,12 +357,21 @@ t.test('the phi-accrual detector suspects a paused node within two seconds and n
   t.ok(suspectedAfter > 0 && suspectedAfter <= 2000, `n3 suspected ${suspectedAfter} ms after it paused`);
   const s = suspicion('n2');
   t.ok(s.nodes.n3?.suspected && (s.nodes.n3?.phi ?? 0) >= 8, 'every peer suspects it (phi at or above the threshold)');
-  t.ok(['n1', 'n2', 'n4', 'n5'].every((m) => !s.nodes[m]?.suspected), 'the healthy nodes are not suspected');
+  t.ok(
+    ['n1', 'n2', 'n4', 'n5'].every((m) => !s.nodes[m]?.suspected),
+    'the healthy nodes are not suspected',
+  );
   c.runFor(5000);
   c.resume('n3');
   c.runFor(1500);
-  t.ok(Object.values(suspicion('n1').nodes).every((x) => !x.suspected), 'after resuming, n3 is trusted again');
-  t.ok(Object.values(suspicion('n3').nodes).every((x) => !x.suspected), 'and n3 trusts its peers again');
+  t.ok(
+    Object.values(suspicion('n1').nodes).every((x) => !x.suspected),
+    'after resuming, n3 is trusted again',
+  );
+  t.ok(
+    Object.values(suspicion('n3').nodes).every((x) => !x.suspected),
+    'and n3 trusts its peers again',
+  );
 });
 
 // ------------------------------------------------------------------ membership, anti-entropy, clocks
@@ -310,10 +389,12 @@ t.test('adding a node streams to it exactly the keys whose preference list now i
   t.same(Object.keys(c.core('n6').storeView()).sort(), expected, 'n6 holds exactly its keys');
   const misplaced: string[] = [];
   for (const m of members5) {
-    for (const k of Object.keys(c.core(m).storeView())) if (!preferenceList(k, 3, members6).includes(m)) misplaced.push(`${m}:${k}`);
+    for (const k of Object.keys(c.core(m).storeView()))
+      if (!preferenceList(k, 3, members6).includes(m)) misplaced.push(`${m}:${k}`);
   }
   t.same(misplaced, [], 'nodes pushed out of a preference list handed their copies over and dropped them');
-  for (const k of expected.slice(0, 5)) t.equal(entry(read(c, 'n6', k)).value, `v-${k}`, `${k} reads correctly through the new node`);
+  for (const k of expected.slice(0, 5))
+    t.equal(entry(read(c, 'n6', k)).value, `v-${k}`, `${k} reads correctly through the new node`);
 
   // Removing a node: the keys it replicated gain a replica elsewhere, streamed from the survivors.
   c.removeNode('n2');
@@ -326,18 +407,27 @@ t.test('adding a node streams to it exactly the keys whose preference list now i
   t.same(missing, [], 'after n2 left, every key is on all of its new preference list');
 });
 
-t.test('in a 30-node cluster heartbeats slow down and a paused node is still suspected within two seconds', async (t) => {
-  const c = cluster({ nodes: 30 });
-  c.runFor(1000);
-  const before = c.fabric.stats().submitted;
-  c.runFor(1000);
-  const perSecond = c.fabric.stats().submitted - before;
-  t.ok(perSecond < 30 * 29 * 5, `fewer heartbeats than 10/s per link (${perSecond} messages in 1 s)`);
-  c.pause('n7');
-  c.runFor(2000);
-  const s = c.control('n1', { kind: 'custom', name: 'suspicion' }).data as { nodes: Record<string, { suspected: boolean }> };
-  t.same(Object.keys(s.nodes).filter((m) => s.nodes[m]?.suspected), ['n7'], 'only n7 is suspected');
-});
+t.test(
+  'in a 30-node cluster heartbeats slow down and a paused node is still suspected within two seconds',
+  async (t) => {
+    const c = cluster({ nodes: 30 });
+    c.runFor(1000);
+    const before = c.fabric.stats().submitted;
+    c.runFor(1000);
+    const perSecond = c.fabric.stats().submitted - before;
+    t.ok(perSecond < 30 * 29 * 5, `fewer heartbeats than 10/s per link (${perSecond} messages in 1 s)`);
+    c.pause('n7');
+    c.runFor(2000);
+    const s = c.control('n1', { kind: 'custom', name: 'suspicion' }).data as {
+      nodes: Record<string, { suspected: boolean }>;
+    };
+    t.same(
+      Object.keys(s.nodes).filter((m) => s.nodes[m]?.suspected),
+      ['n7'],
+      'only n7 is suspected',
+    );
+  },
+);
 
 t.test('anti-entropy heals a replica overwritten with an older bad value, with no reads', async (t) => {
   const c = cluster();
@@ -350,7 +440,10 @@ t.test('anti-entropy heals a replica overwritten with an older bad value, with n
   t.equal(stored(c, victim, key)?.value, 'bad', 'the victim holds the bad value');
   c.runFor(4000);
   t.equal(stored(c, victim, key)?.value, 'good', 'anti-entropy restored the good value');
-  t.ok(c.trace.some((l) => l.includes('kind=anti_entropy_push')), 'through an anti-entropy push');
+  t.ok(
+    c.trace.some((l) => l.includes('kind=anti_entropy_push')),
+    'through an anti-entropy push',
+  );
 });
 
 t.test('a causally later write wins even from a node whose clock is 5 s behind (HLC)', async (t) => {
@@ -376,81 +469,103 @@ t.test('a run through the msgpack wire behaves like the in-memory one', async (t
 
 // ------------------------------------------------------------------ seeded swarm
 
-t.test('under random pauses, partitions and loss, replicas converge after healing and no acknowledged write is lost', async (t) => {
-  const { lwwNewer } = await import('../../src/replication/dynamo/version.js');
-  for (const seed of [1, 2, 3, 4, 5]) {
-    const c = cluster({ seed });
-    const rng = c.rng;
-    for (const a of members5) for (const b of members5) if (a !== b) c.fabric.setLatency(a, b, rng.range(1, 30));
-    const writes: number[] = [];
-    const paused = new Set<string>();
-    let part: string | null = null;
-    for (let step = 0; step < 150; step++) {
-      const roll = rng.next();
-      const online = members5.filter((m) => !paused.has(m));
-      const node = online[rng.int(online.length)] as string;
-      const key = `s${rng.int(10)}`;
-      if (roll < 0.55) writes.push(c.client(node, { op: 'write', key, value: `v${step}` }));
-      else if (roll < 0.6) writes.push(c.client(node, { op: 'delete', key }));
-      else if (roll < 0.75) c.client(node, { op: 'read', key });
-      else if (roll < 0.8 && paused.size < 2) {
-        paused.add(node);
-        c.pause(node);
-      } else if (roll < 0.85 && paused.size > 0) {
-        const p = [...paused][0] as string;
-        paused.delete(p);
-        c.resume(p);
-      } else if (roll < 0.9 && part === null) {
-        const side = members5.filter(() => rng.chance(0.5));
-        if (side.length > 0 && side.length < 5) part = c.fabric.partition(side, members5.filter((m) => !side.includes(m)));
-      } else if (roll < 0.95 && part !== null) {
-        c.fabric.heal(part);
-        part = null;
-      } else {
-        c.fabric.setDropRate(node, members5[rng.int(5)] as string, 0.3);
+t.test(
+  'under random pauses, partitions and loss, replicas converge after healing and no acknowledged write is lost',
+  async (t) => {
+    const { lwwNewer } = await import('../../src/replication/dynamo/version.js');
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const c = cluster({ seed });
+      const rng = c.rng;
+      for (const a of members5) for (const b of members5) if (a !== b) c.fabric.setLatency(a, b, rng.range(1, 30));
+      const writes: number[] = [];
+      const paused = new Set<string>();
+      let part: string | null = null;
+      for (let step = 0; step < 150; step++) {
+        const roll = rng.next();
+        const online = members5.filter((m) => !paused.has(m));
+        const node = online[rng.int(online.length)] as string;
+        const key = `s${rng.int(10)}`;
+        if (roll < 0.55) writes.push(c.client(node, { op: 'write', key, value: `v${step}` }));
+        else if (roll < 0.6) writes.push(c.client(node, { op: 'delete', key }));
+        else if (roll < 0.75) c.client(node, { op: 'read', key });
+        else if (roll < 0.8 && paused.size < 2) {
+          paused.add(node);
+          c.pause(node);
+        } else if (roll < 0.85 && paused.size > 0) {
+          const p = [...paused][0] as string;
+          paused.delete(p);
+          c.resume(p);
+        } else if (roll < 0.9 && part === null) {
+          const side = members5.filter(() => rng.chance(0.5));
+          if (side.length > 0 && side.length < 5)
+            part = c.fabric.partition(
+              side,
+              members5.filter((m) => !side.includes(m)),
+            );
+        } else if (roll < 0.95 && part !== null) {
+          c.fabric.heal(part);
+          part = null;
+        } else {
+          c.fabric.setDropRate(node, members5[rng.int(5)] as string, 0.3);
+        }
+        c.runFor(rng.range(1, 60));
       }
-      c.runFor(rng.range(1, 60));
-    }
-    c.fabric.clearFaults();
-    for (const p of paused) c.resume(p);
-    c.runFor(15_000);
+      c.fabric.clearFaults();
+      for (const p of paused) c.resume(p);
+      c.runFor(15_000);
 
-    const acked = new Map<string, Version>();
-    for (const id of writes) {
-      const r = c.reply(id);
-      if (r?.ok && r.result.kind === 'entry') {
-        const v = r.result.entry;
-        const prev = acked.get(v.key);
-        if (!prev || lwwNewer(v, prev)) acked.set(v.key, v);
+      const acked = new Map<string, Version>();
+      for (const id of writes) {
+        const r = c.reply(id);
+        if (r?.ok && r.result.kind === 'entry') {
+          const v = r.result.entry;
+          const prev = acked.get(v.key);
+          if (!prev || lwwNewer(v, prev)) acked.set(v.key, v);
+        }
       }
+      const problems: string[] = [];
+      for (const [key, newestAcked] of acked) {
+        const copies = preferenceList(key, 3, members5).map((m) => stored(c, m, key));
+        const first = copies[0];
+        if (!first || copies.some((v) => JSON.stringify(v) !== JSON.stringify(first)))
+          problems.push(`${key}: replicas differ`);
+        else if (lwwNewer(newestAcked, first))
+          problems.push(`${key}: acknowledged write at ${newestAcked.timestamp} lost`);
+      }
+      for (const m of members5) {
+        const hints = c.control(m, { kind: 'custom', name: 'hints' }).data as Record<string, string[]>;
+        if (Object.keys(hints).length > 0) problems.push(`${m} still holds hints`);
+      }
+      t.same(
+        problems,
+        [],
+        `seed ${seed}: converged with ${acked.size} keys (replay: cluster({ seed: ${seed} }) in this test)`,
+      );
     }
-    const problems: string[] = [];
-    for (const [key, newestAcked] of acked) {
-      const copies = preferenceList(key, 3, members5).map((m) => stored(c, m, key));
-      const first = copies[0];
-      if (!first || copies.some((v) => JSON.stringify(v) !== JSON.stringify(first))) problems.push(`${key}: replicas differ`);
-      else if (lwwNewer(newestAcked, first)) problems.push(`${key}: acknowledged write at ${newestAcked.timestamp} lost`);
-    }
-    for (const m of members5) {
-      const hints = c.control(m, { kind: 'custom', name: 'hints' }).data as Record<string, string[]>;
-      if (Object.keys(hints).length > 0) problems.push(`${m} still holds hints`);
-    }
-    t.same(problems, [], `seed ${seed}: converged with ${acked.size} keys (replay: cluster({ seed: ${seed} }) in this test)`);
-  }
-});
+  },
+);
 
 t.test('a coordinator admits requests up to leaderlessPendingRequestsMax in flight and refuses past it', async (t) => {
   // The coordinator is cut off: its writes (W=2) wait for acks that cannot come, so each stays in
   // flight.
   const c = cluster({ w: 2, r: 2, sloppy: false });
   const coordinator = 'n1';
-  c.fabric.partition([coordinator], members5.filter((m) => m !== coordinator));
+  c.fabric.partition(
+    [coordinator],
+    members5.filter((m) => m !== coordinator),
+  );
   const ids: number[] = [];
   for (let i = 0; i < leaderlessPendingRequestsMax - 1; i++) {
     ids.push(c.client(coordinator, { op: 'write', key: `k${i}`, value: 'v' }));
   }
   t.equal(ids.filter((id) => c.reply(id) !== undefined).length, 0, 'every write below the cap is in flight');
-  const batch = c.client(coordinator, { op: 'batch', entries: [{ key: 'b1', value: 'v' }, { key: 'b2', value: 'v' }] });
+  const batch = c.client(coordinator, {
+    op: 'batch',
+    entries: [
+      { key: 'b1', value: 'v' },
+      { key: 'b2', value: 'v' },
+    ],
+  });
   const overloaded = { ok: false, code: 'timeout', error: /overloaded/ };
   t.match(c.reply(batch), overloaded, 'a batch that would pass the cap is refused whole');
   const last = c.client(coordinator, { op: 'write', key: 'last', value: 'v' });

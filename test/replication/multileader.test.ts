@@ -82,7 +82,7 @@ function conflictEvents(c: DetCluster): Array<{ node_id?: string; data?: Record<
 t.test('a write on any node is replicated to every other node and read locally there', async (t) => {
   const c = cluster('lww');
   const v = write(c, 'n2', 'k', 'hello');
-  t.same(v.vclock, { n2: 1 }, 'the first write carries the writer\'s vector clock');
+  t.same(v.vclock, { n2: 1 }, "the first write carries the writer's vector clock");
   t.equal(c.core('n2').status(c.now).role, 'primary');
   c.runFor(50);
   for (const id of ['n1', 'n3']) {
@@ -90,7 +90,14 @@ t.test('a write on any node is replicated to every other node and read locally t
     t.equal(r?.ok && r.result.kind === 'entry' ? r.result.entry.value : undefined, 'hello', `${id} reads the value`);
   }
   const missing = withStatus(read(c, 'n1', 'nope'), 'read');
-  t.ok(missing && !missing.ok && missing.code === 'not_found' && missing.status === 404 && missing.error === 'key not found', 'an unknown key is 404 key not found');
+  t.ok(
+    missing &&
+      !missing.ok &&
+      missing.code === 'not_found' &&
+      missing.status === 404 &&
+      missing.error === 'key not found',
+    'an unknown key is 404 key not found',
+  );
   write(c, 'n3', 'k', 'x');
   c.runFor(50);
   const del = ok(c.runUntilReply(c.client('n1', { op: 'delete', key: 'k' }), 100));
@@ -106,7 +113,7 @@ t.test('a causally ordered pair of writes on two nodes raises no conflict', asyn
   write(c, 'n1', 'k', 'first');
   c.runFor(50); // n2 has seen the first write
   const second = write(c, 'n2', 'k', 'second');
-  t.same(second.vclock, { n1: 1, n2: 1 }, 'the second write\'s clock descends from the first');
+  t.same(second.vclock, { n1: 1, n2: 1 }, "the second write's clock descends from the first");
   c.runFor(50);
   t.same(conflictEvents(c), [], 'no conflict_detected event');
   for (const id of c.nodeIds()) {
@@ -127,7 +134,8 @@ t.test('concurrent writes are detected as conflicts and settled by each resolver
       values: ['a', 'b', 'c'],
       check: (t, c) => {
         // n3 wrote last in virtual time, so its HLC timestamp is the largest.
-        for (const id of c.nodeIds()) t.equal(c.core(id).storeView().k?.value, 'c', `${id} keeps the last writer's value`);
+        for (const id of c.nodeIds())
+          t.equal(c.core(id).storeView().k?.value, 'c', `${id} keeps the last writer's value`);
         const merged = c.core('n1').storeView().k as Version;
         t.same(merged.vclock, { n1: 1, n2: 1, n3: 1 }, 'the kept version carries the merge of all three clocks');
       },
@@ -179,7 +187,10 @@ t.test('concurrent writes are detected as conflicts and settled by each resolver
       // Each detection merges two concurrent sides; a merged version then dominates, so joining
       // three concurrent writes takes at least two detections somewhere.
       t.ok(evs.length >= 2, `conflicts were detected (${evs.length} detections)`);
-      t.ok(evs.every((e) => e.data?.resolver === cs.resolver), 'each event names the resolver');
+      t.ok(
+        evs.every((e) => e.data?.resolver === cs.resolver),
+        'each event names the resolver',
+      );
       const total = c.nodeIds().reduce((s, id) => s + Number(extra(c, id).conflicts), 0);
       t.equal(total, evs.length, 'status().extra.conflicts counts every detection');
       t.ok(converged(c), 'all replicas converged');
@@ -202,7 +213,11 @@ t.test('crdt: untagged values fall back to last-writer-wins, kinds merge only wi
   t.ok(converged(c), 'converged');
   const view = c.core('n3').storeView();
   t.equal(view.plain?.value, 'two', 'plain strings: the later write wins');
-  t.same((JSON.parse(view.set?.value ?? '{}') as { value: string[] }).value, ['x', 'y'], 'OR-Set adds from both sides survive');
+  t.same(
+    (JSON.parse(view.set?.value ?? '{}') as { value: string[] }).value,
+    ['x', 'y'],
+    'OR-Set adds from both sides survive',
+  );
   t.same((JSON.parse(view.map?.value ?? '{}') as { value: unknown }).value, { f: '1' }, 'LWW-Map state replicated');
 });
 
@@ -216,19 +231,36 @@ t.test('manual: conflicts are parked, listed, resolved by choice, and refused wh
   c.runFor(3000);
   const listed = c.control('n1', { kind: 'custom', name: 'conflicts' });
   t.ok(listed.ok, 'conflicts listed');
-  t.same(listed.data, [{ node_id: 'n1', key: 'k', local_value: 'left', remote_value: 'right' }] satisfies PendingConflict[], 'n1 parked the remote write beside its own');
+  t.same(
+    listed.data,
+    [{ node_id: 'n1', key: 'k', local_value: 'left', remote_value: 'right' }] satisfies PendingConflict[],
+    'n1 parked the remote write beside its own',
+  );
   const n2 = c.control('n2', { kind: 'custom', name: 'conflicts' }).data as PendingConflict[];
-  t.same(n2.map((p) => [p.local_value, p.remote_value]), [['right', 'left']], 'n2 parked the mirror image');
+  t.same(
+    n2.map((p) => [p.local_value, p.remote_value]),
+    [['right', 'left']],
+    'n2 parked the mirror image',
+  );
   t.equal(c.core('n1').storeView().k?.value, 'left', 'until resolved, each node shows its local value');
 
-  const bad = withStatus(c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'k', choice: 'sideways' } }), 'control');
+  const bad = withStatus(
+    c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'k', choice: 'sideways' } }),
+    'control',
+  );
   t.equal(bad.status, 400, 'a bad choice is 400');
-  const none = withStatus(c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'other', choice: 'local' } }), 'control');
+  const none = withStatus(
+    c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'other', choice: 'local' } }),
+    'control',
+  );
   t.ok(!none.ok && none.status === 409, 'nothing pending for that key: 409');
 
   const res = c.control('n1', { kind: 'custom', name: 'resolve', args: { key: 'k', choice: 'remote' } });
   t.same(res, { ok: true, data: { status: 'resolved', key: 'k', choice: 'remote' } }, 'resolved');
-  t.ok(c.events.some((e) => e.type === 'conflict_resolved' && e.data?.choice === 'remote'), 'conflict_resolved event');
+  t.ok(
+    c.events.some((e) => e.type === 'conflict_resolved' && e.data?.choice === 'remote'),
+    'conflict_resolved event',
+  );
   c.runFor(2000);
   for (const id of c.nodeIds()) {
     t.equal(c.core(id).storeView().k?.value, 'right', `${id} holds the chosen value`);
@@ -241,10 +273,12 @@ t.test('diverged replicas converge after a partition heals with no further write
   for (const seed of [1, 2, 3]) {
     const c = new DetCluster({ factory: createMultiLeaderCore, nodeIds: ids(4), config: config('lww', 4), seed });
     // Jittery links and some loss: replication messages can vanish, anti-entropy must repair.
-    for (const a of ids(4)) for (const b of ids(4)) if (a !== b) {
-      c.fabric.setLatency(a, b, c.rng.range(1, 30));
-      c.fabric.setDropRate(a, b, 0.1);
-    }
+    for (const a of ids(4))
+      for (const b of ids(4))
+        if (a !== b) {
+          c.fabric.setLatency(a, b, c.rng.range(1, 30));
+          c.fabric.setDropRate(a, b, 0.1);
+        }
     const part = c.fabric.partition(['n1', 'n2'], ['n3', 'n4']);
     for (let i = 0; i < 40; i++) {
       const node = `n${1 + c.rng.int(4)}`;
@@ -291,7 +325,11 @@ t.test('every resolver converges after random partitions and loss once the netwo
         } else if (roll < 0.7) ok(c.runUntilReply(c.client(node, { op: 'delete', key: `k${rng.int(6)}` }), 100));
         else if (roll < 0.8 && part === null) {
           const side = nodes.filter(() => rng.chance(0.5));
-          if (side.length > 0 && side.length < 4) part = c.fabric.partition(side, nodes.filter((m) => !side.includes(m)));
+          if (side.length > 0 && side.length < 4)
+            part = c.fabric.partition(
+              side,
+              nodes.filter((m) => !side.includes(m)),
+            );
         } else if (roll < 0.9 && part !== null) {
           c.fabric.heal(part);
           part = null;
@@ -307,7 +345,11 @@ t.test('every resolver converges after random partitions and loss once the netwo
           for (const id of nodes) {
             for (const p of c.control(id, { kind: 'custom', name: 'conflicts' }).data as PendingConflict[]) {
               pending++;
-              c.control(id, { kind: 'custom', name: 'resolve', args: { key: p.key, choice: round % 2 ? 'local' : 'remote' } });
+              c.control(id, {
+                kind: 'custom',
+                name: 'resolve',
+                args: { key: p.key, choice: round % 2 ? 'local' : 'remote' },
+              });
             }
           }
           c.runFor(2000);

@@ -43,14 +43,24 @@ t.test('a worker that runs out of heap is a crashed node, not a hung cluster', a
   }, 10_000);
   t.match(metrics, /sim_worker_exits_total\{reason="out_of_memory"\} [1-9]/, 'the exit is counted by reason');
 
-  for (const path of ['/api/v1/clusters', `/api/v1/clusters/${cl.id}/state`, '/api/v1/simulation/state', '/api/v1/simulation/metrics', '/metrics', '/healthz']) {
+  for (const path of [
+    '/api/v1/clusters',
+    `/api/v1/clusters/${cl.id}/state`,
+    '/api/v1/simulation/state',
+    '/api/v1/simulation/metrics',
+    '/metrics',
+    '/healthz',
+  ]) {
     const started = performance.now();
     const r = await c.get(path);
     t.equal(r.status, 200, `${path} answers`);
     t.ok(performance.now() - started < 5_000, `${path} answers within the deadline`);
   }
   const st = (await c.get(`${V}/clusters/${cl.id}/state`)).body;
-  t.ok(Object.values(st.nodes).some((n: any) => n.state === 'crashed'), 'the dead node shows as crashed');
+  t.ok(
+    Object.values(st.nodes).some((n: any) => n.state === 'crashed'),
+    'the dead node shows as crashed',
+  );
   t.equal((await c.del(`${V}/clusters/${cl.id}`)).status, 204, 'the cluster can still be deleted');
   t.equal((await c.get('/healthz')).status, 200, 'the process is healthy');
 });

@@ -4,7 +4,10 @@ import { clusterConfig } from '../../src/replication/config.js';
 import { lastEntryEpochOf } from '../../src/replication/core.js';
 import { createSingleLeaderCore, singleLeaderDurableFold } from '../../src/replication/cores/single-leader.js';
 import {
-  kvReplayCommand, kvSwarmProfile, runKvSwarm, withDurableStorage,
+  kvReplayCommand,
+  kvSwarmProfile,
+  runKvSwarm,
+  withDurableStorage,
 } from '../../src/replication/swarm/kv-swarm.js';
 
 /** Seeds per `make test`; KV_SWARM_SEEDS / KV_SWARM_FIRST_SEED widen or move the window. */
@@ -23,7 +26,14 @@ t.test('one single_leader seed replays exactly: same trace hash, same verdicts',
 t.test(`single_leader converges and keeps acknowledged sync/semi_sync writes, over ${seeds} seeds`, async (t) => {
   let failed = 0;
   const totals = {
-    ops: 0, crashes: 0, failovers: 0, partitions: 0, pauses: 0, acked: 0, ackedSynchronous: 0, indeterminate: 0,
+    ops: 0,
+    crashes: 0,
+    failovers: 0,
+    partitions: 0,
+    pauses: 0,
+    acked: 0,
+    ackedSynchronous: 0,
+    indeterminate: 0,
   };
   const modes = new Set<string>();
   for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
@@ -101,7 +111,9 @@ t.test(
     /** cluster.ts failover(): the last entry's epoch first, then last_applied, ties by creation order. */
     const failover = (): string => {
       const online = ids.filter((id) => c.state(id) === 'online');
-      const chosen = online.sort((a, b) => lastEpoch(b) - lastEpoch(a) || applied(b) - applied(a) || ids.indexOf(a) - ids.indexOf(b))[0] as string;
+      const chosen = online.sort(
+        (a, b) => lastEpoch(b) - lastEpoch(a) || applied(b) - applied(a) || ids.indexOf(a) - ids.indexOf(b),
+      )[0] as string;
       epoch++;
       for (const id of ids) {
         if (c.state(id) !== 'offline') c.control(id, { kind: 'set_leader', leader_id: chosen, epoch });

@@ -21,7 +21,11 @@ function run(ci: string | undefined): Promise<{ status: number | null; out: stri
   else env['CI'] = ci;
   delete env['DATABASE_URL'];
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [`--import=${loader}`, file], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [`--import=${loader}`, file], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -47,15 +51,30 @@ t.test('outside CI the skip is a tap SKIP with its reason, and the file passes',
 t.test('CI=true: the skip fails the run', async (t) => {
   const r = await underCiRun;
   t.not(r.status, 0, 'exit code non-zero', { out: r.out.slice(-2000) });
-  t.match(r.out, /not ok \d+ - .*skipped under CI \(FLAGS_SKIP_PG_TESTS=1 was set\)/, 'a failed assertion names the reason');
+  t.match(
+    r.out,
+    /not ok \d+ - .*skipped under CI \(FLAGS_SKIP_PG_TESTS=1 was set\)/,
+    'a failed assertion names the reason',
+  );
 });
 
 t.test('what counts as CI, and what as a skip', async (t) => {
   const ciCases: Array<[string | undefined, boolean]> = [
-    [undefined, false], ['', false], ['0', false], ['false', false], ['FALSE', false], ['true', true], ['1', true], ['yes', true],
+    [undefined, false],
+    ['', false],
+    ['0', false],
+    ['false', false],
+    ['FALSE', false],
+    ['true', true],
+    ['1', true],
+    ['yes', true],
   ];
   for (const [value, expected] of ciCases) {
-    t.equal(underCi(value === undefined ? {} : { CI: value }), expected, `CI=${String(value)}: ${expected ? 'CI' : 'not CI'}`);
+    t.equal(
+      underCi(value === undefined ? {} : { CI: value }),
+      expected,
+      `CI=${String(value)}: ${expected ? 'CI' : 'not CI'}`,
+    );
   }
   t.equal(pgSkipReason({ FLAGS_SKIP_PG_TESTS: '1' }), 'FLAGS_SKIP_PG_TESTS=1 was set', 'FLAGS_SKIP_PG_TESTS=1 skips');
   t.equal(pgSkipReason({}), undefined, 'unset: the tests run');

@@ -20,12 +20,22 @@ const dir = mkdtempSync(path.join(tmpdir(), 'smoke-run-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const env: NodeJS.ProcessEnv = {
   ...process.env,
-  REPLSIM_PORT: '0', FLAGS_PORT: '0', PORT: '0', PROXY_PORT: '0', HOST: '127.0.0.1',
-  FLAGS_DB: path.join(dir, 'flags.db'), LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'error',
+  REPLSIM_PORT: '0',
+  FLAGS_PORT: '0',
+  PORT: '0',
+  PROXY_PORT: '0',
+  HOST: '127.0.0.1',
+  FLAGS_DB: path.join(dir, 'flags.db'),
+  LOGGING_FORMAT: 'json',
+  LOGGING_LEVEL: 'error',
 };
 delete env['DATABASE_URL'];
 delete env['PROFILER_ADDR'];
-const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+const child = spawn(process.execPath, [path.join(repoRoot, 'dist/src/main.js')], {
+  cwd: dir,
+  env,
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
 let out = '';
 let err = '';
 child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -34,7 +44,8 @@ t.teardown(() => {
   if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-const allStarted = (): boolean => services.every((s) => out.split('\n').some((l) => l.startsWith(s) && /localhost:\d+/.test(l)));
+const allStarted = (): boolean =>
+  services.every((s) => out.split('\n').some((l) => l.startsWith(s) && /localhost:\d+/.test(l)));
 const started = await new Promise<boolean>((resolve) => {
   const timer = setTimeout(() => resolve(false), startTimeoutMs);
   child.stdout.on('data', (d: Buffer) => {
@@ -65,7 +76,11 @@ if (started) {
     }
     // The clock lab line names its API port and its browser proxy: both must have answered.
     const clock = out.split('\n').find((l) => l.startsWith('clock lab')) ?? '';
-    t.equal(new Set([...clock.matchAll(/localhost:(\d+)/g)].map((m) => m[1])).size, 2, 'clock lab API and proxy are two ports');
+    t.equal(
+      new Set([...clock.matchAll(/localhost:(\d+)/g)].map((m) => m[1])).size,
+      2,
+      'clock lab API and proxy are two ports',
+    );
   });
 
   t.test('SIGTERM stops every service and the process exits 0', async (t) => {

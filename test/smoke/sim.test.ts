@@ -34,7 +34,11 @@ function sim(seed: number, verbose: boolean): SimRun {
   const args = [cli, '--seed', String(seed), '--strategy', 'raft', ...(verbose ? ['--verbose'] : [])];
   const file = path.join(dir, `run-${++runs}.out`);
   const fd = openSync(file, 'w');
-  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: runTimeoutMs, stdio: ['ignore', fd, 'pipe'] });
+  const r = spawnSync(process.execPath, args, {
+    encoding: 'utf8',
+    timeout: runTimeoutMs,
+    stdio: ['ignore', fd, 'pipe'],
+  });
   closeSync(fd);
   const stdout = readFileSync(file, 'utf8');
   return { status: r.status, stdout, stderr: r.stderr, traceHash: /^trace ([0-9a-f]{16,})$/m.exec(stdout)?.[1] };

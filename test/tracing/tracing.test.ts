@@ -26,7 +26,14 @@ interface RecvSpan {
 const protoDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'proto');
 
 async function startReceiver(): Promise<{ port: number; spans: RecvSpan[]; close: () => Promise<void> }> {
-  const def = protoLoader.loadSync('trace_service.proto', { includeDirs: [protoDir], keepCase: true, longs: String, bytes: Buffer, defaults: true, oneofs: true });
+  const def = protoLoader.loadSync('trace_service.proto', {
+    includeDirs: [protoDir],
+    keepCase: true,
+    longs: String,
+    bytes: Buffer,
+    defaults: true,
+    oneofs: true,
+  });
   const pkg = grpc.loadPackageDefinition(def) as any;
   const svc = pkg.opentelemetry.proto.collector.trace.v1.TraceService.service;
   const spans: RecvSpan[] = [];
@@ -34,7 +41,8 @@ async function startReceiver(): Promise<{ port: number; spans: RecvSpan[]; close
   server.addService(svc, {
     Export: (call: any, cb: (e: null, r: object) => void) => {
       for (const rs of call.request.resource_spans ?? []) {
-        const service = (rs.resource?.attributes ?? []).find((a: any) => a.key === 'service.name')?.value?.string_value ?? '';
+        const service =
+          (rs.resource?.attributes ?? []).find((a: any) => a.key === 'service.name')?.value?.string_value ?? '';
         for (const ss of rs.scope_spans ?? []) {
           for (const s of ss.spans ?? []) {
             spans.push({
@@ -50,32 +58,49 @@ async function startReceiver(): Promise<{ port: number; spans: RecvSpan[]; close
       cb(null, {});
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   return { port, spans, close: () => new Promise((r) => server.tryShutdown(() => r())) };
 }
 
 t.test('one write is one trace across the front process, the leader, the fabric and every follower', async (t) => {
   const recv = await startReceiver();
   t.teardown(() => recv.close());
-  const srv = await startReplSim({ TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${recv.port}`, OTEL_BSP_SCHEDULE_DELAY: '100' });
+  const srv = await startReplSim({
+    TRACING_ENABLED: 'true',
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${recv.port}`,
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  });
   t.teardown(() => srv.stop());
   const c = api(srv.base);
   // async: the client is answered once the leader applied; the followers' work still joins the trace
   // (sync would add a 1 s ack deadline that a loaded CI machine with tracing on can miss).
-  const cl = (await c.post('/api/v1/clusters', { strategy: 'single_leader', node_count: 3, replication_mode: 'async' })).body;
+  const cl = (await c.post('/api/v1/clusters', { strategy: 'single_leader', node_count: 3, replication_mode: 'async' }))
+    .body;
   const w = await c.post(`/api/v1/clusters/${cl.id}/write`, { key: 'traced', value: 'v' });
   t.equal(w.status, 200);
-  const root = await eventually(() => recv.spans.find((s) => s.name === `POST /api/v1/clusters/${cl.id}/write`), 10_000);
+  const root = await eventually(
+    () => recv.spans.find((s) => s.name === `POST /api/v1/clusters/${cl.id}/write`),
+    10_000,
+  );
   const inTrace = () => recv.spans.filter((s) => s.traceId === root.traceId);
   // Wait until both followers' apply spans (children of the fabric deliveries of the leader's
   // replicate span) have arrived; acks flowing back produce other node.apply spans too.
   await eventually(() => {
     const all = inTrace();
     const ids = new Map(all.map((s) => [s.spanId, s]));
-    const underDelivery = all.filter((s) => s.name === 'node.apply' && ids.get(s.parentSpanId)?.name === 'fabric.deliver'
-      && ids.get(ids.get(s.parentSpanId)!.parentSpanId)?.name === 'fabric.send'
-      && ids.get(ids.get(ids.get(s.parentSpanId)!.parentSpanId)!.parentSpanId)?.name === 'node.replicate'
-      && ids.get(ids.get(ids.get(ids.get(s.parentSpanId)!.parentSpanId)!.parentSpanId)!.parentSpanId)?.name === 'node.write');
+    const underDelivery = all.filter(
+      (s) =>
+        s.name === 'node.apply' &&
+        ids.get(s.parentSpanId)?.name === 'fabric.deliver' &&
+        ids.get(ids.get(s.parentSpanId)!.parentSpanId)?.name === 'fabric.send' &&
+        ids.get(ids.get(ids.get(s.parentSpanId)!.parentSpanId)!.parentSpanId)?.name === 'node.replicate' &&
+        ids.get(ids.get(ids.get(ids.get(s.parentSpanId)!.parentSpanId)!.parentSpanId)!.parentSpanId)?.name ===
+          'node.write',
+    );
     return underDelivery.length >= 2 && all.some((s) => s.name === 'await_acks');
   }, 10_000);
   const spans = inTrace();
@@ -88,18 +113,21 @@ t.test('one write is one trace across the front process, the leader, the fabric 
   const nodeWrite = one('node.write');
   t.equal(nodeWrite.length, 1, 'one node.write span');
   t.equal(parentName(nodeWrite[0]!), 'write', 'node.write (leader worker) is a child of write');
-  t.match(nodeWrite[0]!.service, /simlab-node-n1/, 'node.write comes from the leader\'s worker');
+  t.match(nodeWrite[0]!.service, /simlab-node-n1/, "node.write comes from the leader's worker");
   t.equal(parentName(one('await_acks')[0]!), 'node.write', 'await_acks follows node.write');
   const replicate = one('node.replicate').filter((s) => parentName(s) === 'node.write');
-  t.equal(replicate.length, 1, 'the leader\'s node.replicate is a child of node.write');
+  t.equal(replicate.length, 1, "the leader's node.replicate is a child of node.write");
   const sends = one('fabric.send').filter((s) => s.parentSpanId === replicate[0]!.spanId);
   t.equal(sends.length, 2, 'one fabric.send per follower');
-  t.ok(sends.every((s) => s.service === 'simlab-replsim'), 'fabric spans come from the front process');
+  t.ok(
+    sends.every((s) => s.service === 'simlab-replsim'),
+    'fabric spans come from the front process',
+  );
   const delivers = one('fabric.deliver').filter((s) => sends.some((x) => x.spanId === s.parentSpanId));
   t.equal(delivers.length, 2, 'each send is delivered');
   const applies = one('node.apply').filter((s) => delivers.some((d) => d.spanId === s.parentSpanId));
   t.equal(applies.length, 2, 'each follower applies under the delivery span');
-  t.same(applies.map((s) => s.service).sort(), ['simlab-node-n2', 'simlab-node-n3'], 'in each follower\'s worker');
+  t.same(applies.map((s) => s.service).sort(), ['simlab-node-n2', 'simlab-node-n3'], "in each follower's worker");
   t.same(new Set(spans.map((s) => s.traceId)).size, 1, 'all of it is one trace');
 });
 
@@ -108,38 +136,47 @@ t.test('with tracing off no OpenTelemetry module is loaded, even through a write
   // CommonJS module cache, which the probe inspects after creating a cluster, writing to it and
   // scraping /metrics (prom-client's own index would pull in @opentelemetry/api: src/util/metrics.ts).
   const probe = (env: Record<string, string>) => {
+    const dist = (file: string) => JSON.stringify(path.join(repoRoot, 'dist/src', file));
     const script = `
       import { createRequire } from 'node:module';
-      const { initTracing } = await import(${JSON.stringify(path.join(repoRoot, 'dist/src/tracing/tracing.js'))});
+      const { initTracing } = await import(${dist('tracing/tracing.js')});
       await initTracing('probe');
-      const { startReplicationSim } = await import(${JSON.stringify(path.join(repoRoot, 'dist/src/replication/server.js'))});
-      const { silentLogger } = await import(${JSON.stringify(path.join(repoRoot, 'dist/src/util/logger.js'))});
+      const { startReplicationSim } = await import(${dist('replication/server.js')});
+      const { silentLogger } = await import(${dist('util/logger.js')});
       const sim = await startReplicationSim({ port: 0, host: '127.0.0.1', logger: silentLogger() });
       const base = 'http://127.0.0.1:' + sim.port;
-      const cl = await (await fetch(base + '/api/v1/clusters', { method: 'POST', body: JSON.stringify({ strategy: 'single_leader' }) })).json();
-      const w = await fetch(base + '/api/v1/clusters/' + cl.id + '/write', { method: 'POST', body: JSON.stringify({ key: 'k', value: 'v' }) });
+      const post = (url, body) => fetch(base + url, { method: 'POST', body: JSON.stringify(body) });
+      const cl = await (await post('/api/v1/clusters', { strategy: 'single_leader' })).json();
+      const w = await post('/api/v1/clusters/' + cl.id + '/write', { key: 'k', value: 'v' });
       await (await fetch(base + '/metrics')).text();
       const cache = Object.keys(createRequire(import.meta.url).cache);
       const otel = cache.filter((k) => k.includes('@opentelemetry'));
-      console.log(JSON.stringify({ status: w.status, cjs: cache.length, otel: otel.length, sdk: otel.some((k) => k.includes('sdk-node')), promClient: cache.some((k) => k.includes('prom-client')) }));
+      const sdk = otel.some((k) => k.includes('sdk-node'));
+      const promClient = cache.some((k) => k.includes('prom-client'));
+      console.log(JSON.stringify({ status: w.status, cjs: cache.length, otel: otel.length, sdk, promClient }));
       process.exit(0);
     `;
-    return new Promise<{ status: number; cjs: number; otel: number; sdk: boolean; promClient: boolean }>((resolve, reject) => {
-      // A file, not `-e`: workers inherit execArgv, and `--input-type=module` breaks their start-up.
-      const file = path.join(mkdtempSync(path.join(tmpdir(), 'otel-probe-')), 'probe.mjs');
-      writeFileSync(file, script);
-      const child = spawn(process.execPath, [file], { cwd: repoRoot, env: { ...process.env, TRACING_ENABLED: '', ...env } });
-      let s = '';
-      child.stdout.on('data', (d: Buffer) => (s += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (s += d.toString()));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      child.on('exit', () => {
-        clearTimeout(timer);
-        const line = s.split('\n').find((l) => l.startsWith('{"status"'));
-        if (!line) reject(new Error(`probe printed no result: ${s.slice(0, 500)}`));
-        else resolve(JSON.parse(line));
-      });
-    });
+    return new Promise<{ status: number; cjs: number; otel: number; sdk: boolean; promClient: boolean }>(
+      (resolve, reject) => {
+        // A file, not `-e`: workers inherit execArgv, and `--input-type=module` breaks their start-up.
+        const file = path.join(mkdtempSync(path.join(tmpdir(), 'otel-probe-')), 'probe.mjs');
+        writeFileSync(file, script);
+        const child = spawn(process.execPath, [file], {
+          cwd: repoRoot,
+          env: { ...process.env, TRACING_ENABLED: '', ...env },
+        });
+        let s = '';
+        child.stdout.on('data', (d: Buffer) => (s += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (s += d.toString()));
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        child.on('exit', () => {
+          clearTimeout(timer);
+          const line = s.split('\n').find((l) => l.startsWith('{"status"'));
+          if (!line) reject(new Error(`probe printed no result: ${s.slice(0, 500)}`));
+          else resolve(JSON.parse(line));
+        });
+      },
+    );
   };
   const off = await probe({});
   t.equal(off.status, 200, 'tracing off: the write succeeded');

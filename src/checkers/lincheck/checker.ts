@@ -81,7 +81,9 @@ export function validateHistory(history: History, model: Model): string[] {
     const op = history[i] as HistoryOp;
     const where = `operation ${i} (client ${String(op.client)})`;
     if (!model.kinds.includes(op.kind)) {
-      problems.push(`${where}: the ${model.name} model has no ${op.kind} operation (it knows ${model.kinds.join(', ')})`);
+      problems.push(
+        `${where}: the ${model.name} model has no ${op.kind} operation (it knows ${model.kinds.join(', ')})`,
+      );
     }
     if (!Number.isFinite(op.invokeTime)) problems.push(`${where}: invokeTime must be a finite number`);
     if (op.status === 'ok') {
@@ -148,7 +150,8 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
   // Keys still being searched; a search is built on its key's first turn and dropped once the key
   // is decided, so memory holds only the undecided keys' memos.
   const running = jobs;
-  const decided = (): string => `${stats.partitions - running.length} of ${stats.partitions} keys decided (linearizable)`;
+  const decided = (): string =>
+    `${stats.partitions - running.length} of ${stats.partitions} keys decided (linearizable)`;
   let liveConfigurations = 0;
   let cursor = 0;
   while (running.length > 0) {
@@ -162,7 +165,13 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
     job.configurations = search.configurations;
     job.backtracks = search.backtracks;
     if (status === 'violation') {
-      const { frontier, minimal } = longestPrefix({ ...job, search }, search.frontier(), model, budget, configurationsMax);
+      const { frontier, minimal } = longestPrefix(
+        { ...job, search },
+        search.frontier(),
+        model,
+        budget,
+        configurationsMax,
+      );
       return { verdict: 'not-linearizable', violation: toViolation(job, frontier, minimal), stats };
     }
     if (status === 'linearizable') {
@@ -270,9 +279,15 @@ function longestPrefix(
       if (status === 'violation') return 'violation';
       if (status === 'linearizable') {
         const { linearization, state } = prefix.witness();
-        return { culprit: (returns[t] as { op: number }).op, linearization: linearization.map((i) => local[i] as number), state, exact: true };
+        return {
+          culprit: (returns[t] as { op: number }).op,
+          linearization: linearization.map((i) => local[i] as number),
+          state,
+          exact: true,
+        };
       }
-      if ((budget !== undefined && budget.now() > budget.deadline) || prefix.configurations > configurationsMax) return 'gave-up';
+      if ((budget !== undefined && budget.now() > budget.deadline) || prefix.configurations > configurationsMax)
+        return 'gave-up';
     }
   };
 
@@ -314,7 +329,9 @@ function toViolation(job: Job, frontier: Frontier, minimal: boolean): Violation 
 
 function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelState, minimal: boolean): string {
   const state = showValue(stateAfter);
-  const caveat = minimal ? '' : ' (The time budget ran out before this was confirmed to be the earliest such operation.)';
+  const caveat = minimal
+    ? ''
+    : ' (The time budget ran out before this was confirmed to be the earliest such operation.)';
   return (
     `${describeOp(op)} ${describeInterval(op)} cannot be linearized. ` +
     `The history up to its completion at ${end} is linearizable ` +

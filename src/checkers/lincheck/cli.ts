@@ -47,7 +47,8 @@ export function parseArgs(argv: readonly string[]): CliArgs | string {
     } else if (flag === '--timeout-ms') {
       const text = value();
       const ms = Number(text);
-      if (text === undefined || !Number.isFinite(ms) || ms <= 0) return `--timeout-ms takes a positive number of milliseconds, not ${String(text)}`;
+      if (text === undefined || !Number.isFinite(ms) || ms <= 0)
+        return `--timeout-ms takes a positive number of milliseconds, not ${String(text)}`;
       timeoutMs = ms;
     } else if (flag === '--explain') {
       explain = true;
@@ -105,7 +106,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       continue;
     }
     if (args.explain && parsed.skipped > 0) {
-      io.err(`lincheck: note: ${file}: ${parsed.skipped} non-client operations (such as :nemesis) ` + 'or other log lines skipped');
+      io.err(
+        `lincheck: note: ${file}: ${parsed.skipped} non-client operations (such as :nemesis) ` +
+          'or other log lines skipped',
+      );
     }
     const budget = args.timeoutMs === undefined ? undefined : { now: io.now, deadline: started + args.timeoutMs };
     const result: CheckResult = checkHistory(parsed.history, model, { budget });

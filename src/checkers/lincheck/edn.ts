@@ -61,8 +61,15 @@ const OPEN_SET = -1;
 const isSpace = (c: number): boolean => c === SPACE || c === COMMA || c === LF || c === TAB || c === CR;
 /** Characters that end a token (as in edn-data's reader). */
 const isDelimiter = (c: number): boolean =>
-  isSpace(c) || c === QUOTE || c === SEMICOLON || c === OPEN_PAREN || c === CLOSE_PAREN ||
-  c === OPEN_BRACKET || c === CLOSE_BRACKET || c === OPEN_BRACE || c === CLOSE_BRACE;
+  isSpace(c) ||
+  c === QUOTE ||
+  c === SEMICOLON ||
+  c === OPEN_PAREN ||
+  c === CLOSE_PAREN ||
+  c === OPEN_BRACKET ||
+  c === CLOSE_BRACKET ||
+  c === OPEN_BRACE ||
+  c === CLOSE_BRACE;
 
 const intPattern = /^[-+]?(0|[1-9][0-9]*)$/;
 const bigintPattern = /^[-+]?(0|[1-9][0-9]*)N$/;
@@ -75,7 +82,10 @@ const namedChars = new Set(['space', 'newline', 'return', 'tab']);
 const stringEscapes = new Set(['t', 'r', 'n', 'b', 'f', '\\', '"']);
 
 class ScanError extends Error {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -136,7 +146,8 @@ export function scanEdn(text: string): EdnScanResult {
     if (depth === 1 && elements !== null) elements.push({ start: spanStart, end, line: spanLine });
   };
   const nest = (at: number): void => {
-    if (frames.length + prefixes.length >= ednNestingDepthMax) fail(at, `nested deeper than ${ednNestingDepthMax} levels (collections and #tags)`);
+    if (frames.length + prefixes.length >= ednNestingDepthMax)
+      fail(at, `nested deeper than ${ednNestingDepthMax} levels (collections and #tags)`);
   };
   const openDescription = (f: Frame): string =>
     `${f.open === OPEN_SET ? '#{' : String.fromCharCode(f.open)} opened at line ${f.line} column ${f.column}`;
@@ -197,13 +208,22 @@ export function scanEdn(text: string): EdnScanResult {
       }
       if (c === CLOSE_PAREN || c === CLOSE_BRACKET || c === CLOSE_BRACE) {
         const frame = frames[frames.length - 1];
-        const want = frame === undefined ? -2 : frame.open === OPEN_PAREN ? CLOSE_PAREN : frame.open === OPEN_BRACKET ? CLOSE_BRACKET : CLOSE_BRACE;
+        const want =
+          frame === undefined
+            ? -2
+            : frame.open === OPEN_PAREN
+              ? CLOSE_PAREN
+              : frame.open === OPEN_BRACKET
+                ? CLOSE_BRACKET
+                : CLOSE_BRACE;
         if (frame === undefined) fail(i, `unmatched ${String.fromCharCode(c)}`);
         const f = frame as Frame;
         if (c !== want) fail(i, `${String.fromCharCode(c)} does not close the ${openDescription(f)}`);
         const last = prefixes[prefixes.length - 1];
-        if (last !== undefined && last.depth === frames.length) fail(i, `${last.discard ? '#_' : 'a #tag'} with no form after it`);
-        if (f.open === OPEN_BRACE && f.count % 2 !== 0) fail(i, `a map needs key-value pairs, but this one holds ${f.count} forms`);
+        if (last !== undefined && last.depth === frames.length)
+          fail(i, `${last.discard ? '#_' : 'a #tag'} with no form after it`);
+        if (f.open === OPEN_BRACE && f.count % 2 !== 0)
+          fail(i, `a map needs key-value pairs, but this one holds ${f.count} forms`);
         frames.pop();
         i++;
         formDone(f.start, i, f.line);
@@ -239,7 +259,8 @@ export function scanEdn(text: string): EdnScanResult {
       if (c === BACKSLASH) {
         const name = token.slice(1);
         const plain = name.length === 1 && !isDelimiter(name.charCodeAt(0));
-        if (!plain && !namedChars.has(name) && !/^u[0-9a-fA-F]{4}$/.test(name)) fail(i, `cannot read the character literal ${token}`);
+        if (!plain && !namedChars.has(name) && !/^u[0-9a-fA-F]{4}$/.test(name))
+          fail(i, `cannot read the character literal ${token}`);
       } else if (token === 'nil' || token === 'true' || token === 'false' || bigintPattern.test(token)) {
         // fine as it is
       } else if (intPattern.test(token)) {
@@ -249,7 +270,12 @@ export function scanEdn(text: string): EdnScanResult {
       } else if (token.endsWith('#') || !(token.startsWith(':') ? keywordPattern : symbolPattern).test(token)) {
         const shown = token.length > 40 ? `${token.slice(0, 40)}...` : token;
         const code = token.charCodeAt(0);
-        fail(i, code < 32 || code === 127 ? `unexpected control character U+${code.toString(16).padStart(4, '0')}` : `cannot read ${JSON.stringify(shown)}`);
+        fail(
+          i,
+          code < 32 || code === 127
+            ? `unexpected control character U+${code.toString(16).padStart(4, '0')}`
+            : `cannot read ${JSON.stringify(shown)}`,
+        );
       }
       i = end;
       formDone(start, end, line);
@@ -262,7 +288,10 @@ export function scanEdn(text: string): EdnScanResult {
     const dangling = prefixes[prefixes.length - 1];
     if (dangling !== undefined) {
       line = dangling.line;
-      throw new ScanError(dangling.line, `${dangling.discard ? '#_' : 'a #tag'} at line ${dangling.line} has no form after it`);
+      throw new ScanError(
+        dangling.line,
+        `${dangling.discard ? '#_' : 'a #tag'} at line ${dangling.line} has no form after it`,
+      );
     }
   } catch (e) {
     if (e instanceof ScanError) return { ok: false, line: e.line, error: e.message };
@@ -283,7 +312,11 @@ const parseOptions = { tagHandlers: { inst: (val: unknown): unknown => ({ tag: '
  * The value of one form the scan found, as a typed value; an error (a duplicate map key, say)
  * is a message. `bigIntegerEnds` comes from the same scan.
  */
-export function readForm(text: string, span: EdnSpan, bigIntegerEnds: readonly number[]): { ok: true; value: Value } | { ok: false; error: string } {
+export function readForm(
+  text: string,
+  span: EdnSpan,
+  bigIntegerEnds: readonly number[],
+): { ok: true; value: Value } | { ok: false; error: string } {
   let src = text.slice(span.start, span.end);
   const big = bigIntegerEnds.filter((end) => end > span.start && end <= span.end);
   for (let k = big.length - 1; k >= 0; k--) {

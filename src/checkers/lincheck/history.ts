@@ -86,8 +86,9 @@ export function describeOp(op: HistoryOp): string {
 
 /** `[t1, t2]` or `[t1, ?]` for an operation whose completion is unknown. */
 export function describeInterval(op: HistoryOp): string {
-  const end = op.status === 'ok' && op.completeTime !== undefined && Number.isFinite(op.completeTime)
-    ? String(op.completeTime)
-    : '?';
+  const end =
+    op.status === 'ok' && op.completeTime !== undefined && Number.isFinite(op.completeTime)
+      ? String(op.completeTime)
+      : '?';
   return `[${op.invokeTime}, ${end}]`;
 }

@@ -9,7 +9,13 @@ export { describeInterval, describeOp, opKinds } from './history.js';
 export type { Model, ModelName } from './models.js';
 export { casRegisterModel, isModelName, kvModel, modelNames, models, registerModel } from './models.js';
 export type { Budget, CheckOptions, CheckResult, CheckStats, Violation } from './checker.js';
-export { checkHistory, defaultConfigurationsMax, describeViolation, partitionByKey, validateHistory } from './checker.js';
+export {
+  checkHistory,
+  defaultConfigurationsMax,
+  describeViolation,
+  partitionByKey,
+  validateHistory,
+} from './checker.js';
 export type { ParseResult } from './parse.js';
 export { jepsenOpTag, parseEdnHistory, parseHistory, parseJepsenLog } from './parse.js';
 export type { PoolCheckOptions } from './pool.js';

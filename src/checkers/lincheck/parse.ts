@@ -15,8 +15,13 @@ import { readForm, scanEdn, type EdnSpan } from './edn.js';
 import { isSequence, showValue, valueKey, type Value } from './value.js';
 
 export type ParseResult =
-  | { ok: true; history: History; /** Records or lines that are not client operations. */ skipped: number }
-  | { ok: false; /** 1-based line of the problem. */ line: number; reason: string; /** `line N: reason`. */ error: string };
+  | { ok: true; history: History /** Records or lines that are not client operations. */; skipped: number }
+  | {
+      ok: false /** 1-based line of the problem. */;
+      line: number;
+      reason: string /** `line N: reason`. */;
+      error: string;
+    };
 
 interface MutableOp {
   client: string | number;
@@ -83,7 +88,16 @@ class HistoryBuilder {
       input = value;
     }
     this.pending.set(client, this.ops.length);
-    this.ops.push({ client, key, kind, input, output: null, invokeTime: time, completeTime: undefined, status: 'info' });
+    this.ops.push({
+      client,
+      key,
+      kind,
+      input,
+      output: null,
+      invokeTime: time,
+      completeTime: undefined,
+      status: 'info',
+    });
     return undefined;
   }
 
@@ -156,9 +170,10 @@ export function parseJepsenLog(text: string): ParseResult {
     const value = readValueText(valueText);
     if (!value.ok) return fail(value.error);
     const client = /^\d+$/.test(procText) ? Number(procText) : procText;
-    const err = type === 'invoke'
-      ? builder.invoke(client, '', kind, value.value, i)
-      : builder.complete(client, kind, type, value.value, i);
+    const err =
+      type === 'invoke'
+        ? builder.invoke(client, '', kind, value.value, i)
+        : builder.complete(client, kind, type, value.value, i);
     if (err !== undefined) return fail(err);
   }
   return { ok: true, history: builder.ops, skipped };
@@ -181,7 +196,8 @@ function recordFields(value: Value): Map<string, Value> | string {
   }
   const fields = new Map<string, Value>();
   for (const [k, v] of map.map) {
-    if (typeof k !== 'object' || k === null || !('keyword' in k)) return `an operation's keys must be keywords, not ${showValue(k)}`;
+    if (typeof k !== 'object' || k === null || !('keyword' in k))
+      return `an operation's keys must be keywords, not ${showValue(k)}`;
     fields.set(k.keyword, v);
   }
   return fields;
@@ -205,7 +221,8 @@ export function parseEdnHistory(text: string): ParseResult {
   }
   const { forms, bigIntegerEnds } = scanned.scan;
   const only = forms[0];
-  const spans: readonly EdnSpan[] = forms.length === 1 && only !== undefined && only.elements !== null ? only.elements : forms;
+  const spans: readonly EdnSpan[] =
+    forms.length === 1 && only !== undefined && only.elements !== null ? only.elements : forms;
   const records: RecordFields[] = [];
   let skipped = 0;
   for (const span of spans) {
@@ -232,7 +249,9 @@ export function parseEdnHistory(text: string): ParseResult {
     const fName = keywordName(fields.get('f'));
     if (proc === undefined) return fail('missing :process');
     if (!(typeof proc === 'number' && Number.isSafeInteger(proc)) && typeof proc !== 'string') {
-      return fail(`:process must be an integer (or a keyword for a non-client such as :nemesis), not ${showValue(proc)}`);
+      return fail(
+        `:process must be an integer (or a keyword for a non-client such as :nemesis), not ${showValue(proc)}`,
+      );
     }
     if (typeName === undefined) return fail(fields.has('type') ? ':type must be a keyword' : 'missing :type');
     if (fName === undefined) return fail(fields.has('f') ? ':f must be a keyword' : 'missing :f');
@@ -246,14 +265,16 @@ export function parseEdnHistory(text: string): ParseResult {
       key = typeof keyValue === 'string' ? keyValue : showValue(keyValue);
       const id = valueKey(keyValue);
       const before = keyIds.get(key);
-      if (before !== undefined && before !== id) return fail(`two different keys both read as ${JSON.stringify(key)} (a string and another type)`);
+      if (before !== undefined && before !== id)
+        return fail(`two different keys both read as ${JSON.stringify(key)} (a string and another type)`);
       keyIds.set(key, id);
     }
     const time = allTimed ? (fields.get('time') as number) : ownLines ? line - 1 : k;
     const value = fields.get('value') ?? null;
-    const err = type === 'invoke'
-      ? builder.invoke(proc, key, kind, value, time)
-      : builder.complete(proc, kind, type, value, time);
+    const err =
+      type === 'invoke'
+        ? builder.invoke(proc, key, kind, value, time)
+        : builder.complete(proc, kind, type, value, time);
     if (err !== undefined) return fail(err);
   }
   return { ok: true, history: builder.ops, skipped };

@@ -62,7 +62,11 @@ function unknown(reason: 'timeout' | 'limit', note: string, history: History): C
 }
 
 /** Checks `history` against the named model in a worker thread, within `timeoutMs`. */
-export async function checkInPool(history: History, modelName: ModelName, options: PoolCheckOptions = {}): Promise<CheckResult> {
+export async function checkInPool(
+  history: History,
+  modelName: ModelName,
+  options: PoolCheckOptions = {},
+): Promise<CheckResult> {
   const timeoutMs = options.timeoutMs ?? lincheckDefaultTimeoutMs;
   const p = getPool();
   if (p.queueSize >= lincheckQueueDepthMax) {
@@ -70,11 +74,17 @@ export async function checkInPool(history: History, modelName: ModelName, option
   }
   // The worker stops itself at the deadline; the signal is the backstop for one that cannot.
   const signal = AbortSignal.timeout(timeoutMs + lincheckAbortGraceMs);
-  const task: LincheckTask = { history, modelName, deadline: nowMs() + timeoutMs, configurationsMax: options.configurationsMax };
+  const task: LincheckTask = {
+    history,
+    modelName,
+    deadline: nowMs() + timeoutMs,
+    configurationsMax: options.configurationsMax,
+  };
   try {
     return await p.run(task, { signal });
   } catch (err) {
-    if (signal.aborted) return unknown('timeout', `the checker did not answer within ${timeoutMs} ms and was stopped`, history);
+    if (signal.aborted)
+      return unknown('timeout', `the checker did not answer within ${timeoutMs} ms and was stopped`, history);
     throw err;
   }
 }

@@ -75,7 +75,10 @@ class ConfigCache {
   size = 0;
 
   /** `capacity`: a power of two, the entries held before the first growth. */
-  constructor(private readonly words: number, capacity: number) {
+  constructor(
+    private readonly words: number,
+    capacity: number,
+  ) {
     this.slots = new Int32Array(capacity * 2);
     this.mask = capacity * 2 - 1;
     this.hashes = new Int32Array(capacity);
@@ -156,7 +159,11 @@ class Transitions {
   private size = 0;
 
   /** `capacity`: a power of two, the transitions held before the first growth. */
-  constructor(private readonly model: Model, private readonly ops: readonly HistoryOp[], capacity: number) {
+  constructor(
+    private readonly model: Model,
+    private readonly ops: readonly HistoryOp[],
+    capacity: number,
+  ) {
     this.keyState = new Int32Array(capacity * 2).fill(EMPTY);
     this.keyOp = new Int32Array(capacity * 2);
     this.to = new Int32Array(capacity * 2);
@@ -337,9 +344,8 @@ export class KeySearch {
     }
 
     this.ops = ops;
-    this.canGrowInto = model.grows !== undefined && model.canGrowInto !== undefined
-      ? model.canGrowInto.bind(model)
-      : undefined;
+    this.canGrowInto =
+      model.grows !== undefined && model.canGrowInto !== undefined ? model.canGrowInto.bind(model) : undefined;
     const resets: number[] = [];
     if (model.grows !== undefined) {
       for (let i = 0; i < n; i++) if (this.readOnly[i] === 0 && !model.grows(ops[i] as HistoryOp)) resets.push(i);
@@ -413,7 +419,21 @@ export class KeySearch {
   /** Runs up to `quota` loop steps (about one configuration each); returns the status reached. */
   run(quota: number): SearchStatus {
     if (this.status !== 'running') return this.status;
-    const { next, prev, nodeOp, callNode, returnNode, rank, isOk, readOnly, overwrites, bits, codes, cache, transitions } = this;
+    const {
+      next,
+      prev,
+      nodeOp,
+      callNode,
+      returnNode,
+      rank,
+      isOk,
+      readOnly,
+      overwrites,
+      bits,
+      codes,
+      cache,
+      transitions,
+    } = this;
     const { stackOp, stackState, stackForced, candStart, candEnd, candNext } = this;
     const { canGrowInto, ops, resets, resetIndex } = this;
     let candidates = this.candidates;
@@ -516,7 +536,10 @@ export class KeySearch {
               while (firstReset < resets.length && isLinearized(resets[firstReset] as number)) firstReset++;
               resetCall = firstReset < resets.length ? (callNode[resets[firstReset] as number] as number) : 0x7fffffff;
             }
-            if (resetCall > (returnNode[op] as number) && !canGrowInto(transitions.states[state] as ModelState, ops[op] as HistoryOp)) {
+            if (
+              resetCall > (returnNode[op] as number) &&
+              !canGrowInto(transitions.states[state] as ModelState, ops[op] as HistoryOp)
+            ) {
               dead = true;
               break;
             }

@@ -45,7 +45,11 @@ export function valueKey(v: Value): string {
   }
   if (Array.isArray(v)) return `[${(v as readonly Value[]).map(valueKey).join(' ')}]`;
   const c = v as Compound;
-  if ('map' in c) return `{${c.map.map(([k, x]) => `${valueKey(k)} ${valueKey(x)}`).sort().join(',')}}`;
+  if ('map' in c)
+    return `{${c.map
+      .map(([k, x]) => `${valueKey(k)} ${valueKey(x)}`)
+      .sort()
+      .join(',')}}`;
   if ('set' in c) return `#{${c.set.map(valueKey).sort().join(',')}}`;
   if ('keyword' in c) return `:${JSON.stringify(c.keyword)}`;
   if ('symbol' in c) return `y${JSON.stringify(c.symbol)}`;

@@ -15,7 +15,10 @@ import { emailCharsMax, passwordCharsMax, refreshTokenCharsMax } from '../limits
 
 // Login's password has no maximum in the schema: an over-long one is answered below with a 400
 // naming the limit, without being hashed (the schema's message would not name the rule as well).
-const LoginBody = Type.Object({ email: Type.String({ maxLength: emailCharsMax }), password: Type.String() }, { additionalProperties: false });
+const LoginBody = Type.Object(
+  { email: Type.String({ maxLength: emailCharsMax }), password: Type.String() },
+  { additionalProperties: false },
+);
 const RefreshBody = Type.Object(
   {
     refreshToken: Type.Optional(Type.String({ maxLength: refreshTokenCharsMax })),
@@ -24,7 +27,11 @@ const RefreshBody = Type.Object(
   { additionalProperties: false },
 );
 const CreateUserBody = Type.Object(
-  { email: Type.String({ maxLength: emailCharsMax }), password: Type.String(), role: Type.Union(ROLES.map((r) => Type.Literal(r))) },
+  {
+    email: Type.String({ maxLength: emailCharsMax }),
+    password: Type.String(),
+    role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+  },
   { additionalProperties: false },
 );
 
@@ -60,7 +67,13 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
       case 'invalid_credentials':
         throw new HttpError(401, 'invalid credentials');
       case 'rate_limited':
-        throw new HttpError(429, 'too many login attempts ' + `${r.scope === 'address' ? 'from this address' : 'for this account'}; retry in ` + `${r.retryAfterSec} s`, { 'retry-after': String(r.retryAfterSec) });
+        throw new HttpError(
+          429,
+          'too many login attempts ' +
+            `${r.scope === 'address' ? 'from this address' : 'for this account'}; retry in ` +
+            `${r.retryAfterSec} s`,
+          { 'retry-after': String(r.retryAfterSec) },
+        );
       default:
         return unreachable(r);
     }
@@ -75,25 +88,38 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
     return { status: 200, body: r.tokens, headers: { 'cache-control': 'no-store' } };
   });
 
-  app.get('/api/v1/me', async (req) => {
-    const p = await requireRole(auth, req, 'viewer');
-    return { status: 200, body: { id: p.userId, email: p.email, role: p.role } };
-  }, authenticated(auth, 'viewer'));
+  app.get(
+    '/api/v1/me',
+    async (req) => {
+      const p = await requireRole(auth, req, 'viewer');
+      return { status: 200, body: { id: p.userId, email: p.email, role: p.role } };
+    },
+    authenticated(auth, 'viewer'),
+  );
 
-  app.get('/api/v1/users', async (req) => {
-    await requireRole(auth, req, 'admin');
-    return { status: 200, body: (await ctx.store.listUsers()).map(publicUser) };
-  }, authenticated(auth, 'admin'));
+  app.get(
+    '/api/v1/users',
+    async (req) => {
+      await requireRole(auth, req, 'admin');
+      return { status: 200, body: (await ctx.store.listUsers()).map(publicUser) };
+    },
+    authenticated(auth, 'admin'),
+  );
 
   // Creating users is an admin act (not merely an editor's POST).
-  app.post('/api/v1/users', async (req) => {
-    await requireRole(auth, req, 'admin');
-    const { email, password, role } = decodeCreateUser(req.body);
-    if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new HttpError(400, `email: must be an email address (got ${JSON.stringify(email)})`);
-    const tooLongOrShort = passwordLengthProblem(password);
-    if (tooLongOrShort) throw new HttpError(400, tooLongOrShort);
-    const r = await auth.createUser(email, password, role);
-    if (!r.ok) writeFailure(r);
-    return { status: 201, body: publicUser(r.value) };
-  }, authenticated(auth, 'admin'));
+  app.post(
+    '/api/v1/users',
+    async (req) => {
+      await requireRole(auth, req, 'admin');
+      const { email, password, role } = decodeCreateUser(req.body);
+      if (!/^[^@\s]+@[^@\s]+$/.test(email))
+        throw new HttpError(400, `email: must be an email address (got ${JSON.stringify(email)})`);
+      const tooLongOrShort = passwordLengthProblem(password);
+      if (tooLongOrShort) throw new HttpError(400, tooLongOrShort);
+      const r = await auth.createUser(email, password, role);
+      if (!r.ok) writeFailure(r);
+      return { status: 201, body: publicUser(r.value) };
+    },
+    authenticated(auth, 'admin'),
+  );
 }

@@ -41,7 +41,6 @@ export interface EvaluateRequest {
   flagKeys?: string[];
 }
 
-
 /**
  * A raw evaluate body (the SDK route reads it raw so the key is checked before the body is parsed)
  * → the parsed JSON, or a 400 (the HTTP edge's JSON shape limits first, then JSON.parse).
@@ -69,7 +68,8 @@ function checkEvaluateLimits(req: EvaluateRequest): void {
   if (attrs.length > contextAttributesMax) refuse('context', `must have at most ${contextAttributesMax} attributes`);
   const tooLong = (v: unknown): boolean => typeof v === 'string' && v.length > contextValueCharsMax;
   for (const [name, v] of attrs) {
-    if (name.length > attributeCharsMax) refuse('context', `attribute names must be at most ${attributeCharsMax} characters`);
+    if (name.length > attributeCharsMax)
+      refuse('context', `attribute names must be at most ${attributeCharsMax} characters`);
     if (Array.isArray(v)) {
       if (v.length > contextArrayItemsMax) refuse(`context.${name}`, `must have at most ${contextArrayItemsMax} items`);
       if (v.some(tooLong)) refuse(`context.${name}`, `strings must be at most ${contextValueCharsMax} characters`);
@@ -84,11 +84,13 @@ function checkEvaluateLimits(req: EvaluateRequest): void {
 
 /** Untrusted body → request, or a 400 naming the field or the limit. */
 export function decodeEvaluateBody(body: unknown): EvaluateRequest {
-  if (body === undefined) throw new HttpError(400, 'context: is required (body: {"context": {"key": "..."}, "flagKeys"?: [...]})');
+  if (body === undefined)
+    throw new HttpError(400, 'context: is required (body: {"context": {"key": "..."}, "flagKeys"?: [...]})');
   if (jsonDepth(body, evaluateBodyDepthMax) > evaluateBodyDepthMax) {
     throw new HttpError(
       400,
-      'body: must be {"context": {...}, "flagKeys"?: [...]} whose attributes are scalars or ' + 'arrays of scalars (nested too deep)',
+      'body: must be {"context": {...}, "flagKeys"?: [...]} whose attributes are scalars or ' +
+        'arrays of scalars (nested too deep)',
     );
   }
   if (!evaluateBody.Check(body)) {
@@ -106,8 +108,11 @@ interface FlagNotFound {
   reason: { kind: 'ERROR'; errorKind: 'FLAG_NOT_FOUND' };
 }
 export type EvaluationAnswer = EvalResult | FlagNotFound;
-const notFound: FlagNotFound = Object.freeze({ value: null, variation: null, reason: Object.freeze({ kind: 'ERROR' as const, errorKind: 'FLAG_NOT_FOUND' as const }) });
-
+const notFound: FlagNotFound = Object.freeze({
+  value: null,
+  variation: null,
+  reason: Object.freeze({ kind: 'ERROR' as const, errorKind: 'FLAG_NOT_FOUND' as const }),
+});
 
 export class Evaluator {
   private readonly lastWarned = new Map<string, number>();
@@ -139,7 +144,11 @@ export class Evaluator {
     if (last !== undefined && now - last < unknownFlagWarnEveryMs) return;
     this.lastWarned.delete(id);
     this.lastWarned.set(id, now);
-    if (this.lastWarned.size > unknownFlagWarnKeysMax) this.lastWarned.delete(this.lastWarned.keys().next().value as string);
-    this.ctx.logger.warn({ project: env.projectKey, environment: env.envKey, flag: w.flagKey, segment: w.segmentKey, code: w.code }, w.message);
+    if (this.lastWarned.size > unknownFlagWarnKeysMax)
+      this.lastWarned.delete(this.lastWarned.keys().next().value as string);
+    this.ctx.logger.warn(
+      { project: env.projectKey, environment: env.envKey, flag: w.flagKey, segment: w.segmentKey, code: w.code },
+      w.message,
+    );
   }
 }

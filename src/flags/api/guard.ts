@@ -30,7 +30,11 @@ function check(auth: AuthService, req: HttpRequest<unknown>, need: Role): Princi
   return r.principal;
 }
 
-export async function requireRole(auth: AuthService, req: HttpRequest<unknown>, need: Role = roleForMethod(req.method)): Promise<Principal> {
+export async function requireRole(
+  auth: AuthService,
+  req: HttpRequest<unknown>,
+  need: Role = roleForMethod(req.method),
+): Promise<Principal> {
   const r = check(auth, req, need);
   if (r instanceof HttpError) throw r;
   return r;
@@ -59,7 +63,8 @@ export function authenticated(auth: AuthService, need?: Role, opts: RouteOptions
  * requireSdkKey).
  */
 export const sdkKeyPresent: RouteOptions = {
-  before: (req) => (req.headers['authorization']?.trim() ? undefined : { status: 401, body: { error: 'missing token' } }),
+  before: (req) =>
+    req.headers['authorization']?.trim() ? undefined : { status: 401, body: { error: 'missing token' } },
 };
 
 /**
@@ -70,7 +75,10 @@ export const sdkKeyPresent: RouteOptions = {
 export function objectBody(body: unknown): Record<string, unknown> {
   if (body === undefined) throw new HttpError(400, 'body: a JSON object is required (the request had no body)');
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new HttpError(400, `body: must be a JSON object (got ${body === null ? 'null' : Array.isArray(body) ? 'an array' : typeof body})`);
+    throw new HttpError(
+      400,
+      `body: must be a JSON object (got ${body === null ? 'null' : Array.isArray(body) ? 'an array' : typeof body})`,
+    );
   }
   return body as Record<string, unknown>;
 }
@@ -112,7 +120,11 @@ export async function requireSdkKey(keys: SdkKeys, req: HttpRequest<unknown>): P
 /** A path key that a write will create (project, environment) must be URL-safe. */
 export function checkKey(name: string, value: string): void {
   if (!isValidKey(value)) {
-    throw new HttpError(400, `${name}: must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or ` + `digit (got ${JSON.stringify(value)})`);
+    throw new HttpError(
+      400,
+      `${name}: must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or ` +
+        `digit (got ${JSON.stringify(value)})`,
+    );
   }
 }
 
@@ -121,7 +133,8 @@ export function ifMatchVersion(req: HttpRequest<unknown>): number | undefined {
   const h = req.headers['if-match'];
   if (h === undefined || h.trim() === '') return undefined;
   const m = /^(?:W\/)?"?(\d{1,15})"?$/.exec(h.trim());
-  if (!m?.[1]) throw new HttpError(400, `If-Match: must be the version to replace, e.g. If-Match: 3 (got ${JSON.stringify(h)})`);
+  if (!m?.[1])
+    throw new HttpError(400, `If-Match: must be the version to replace, e.g. If-Match: 3 (got ${JSON.stringify(h)})`);
   return Number(m[1]);
 }
 

@@ -15,10 +15,18 @@ import type { Principal } from '../auth/tokens.js';
 import type { FlagsContext } from './context.js';
 import { decodeEvaluateBody, Evaluator } from './evaluation.js';
 import { authenticated, checkKey, ifMatchVersion, objectBody, requireRole, writeFailure } from './guard.js';
-import { auditPageRecordsDefault, auditPageRecordsMax, flagsPerEnvironmentMax, segmentsPerProjectMax } from '../limits.js';
+import {
+  auditPageRecordsDefault,
+  auditPageRecordsMax,
+  flagsPerEnvironmentMax,
+  segmentsPerProjectMax,
+} from '../limits.js';
 
 /** Prerequisite rules that need the other flags (variation exists, no cycle), run in the write transaction. */
-const prerequisiteCheck: FlagWriteCheck = (candidate: FlagDefinition, others: readonly Flag[]): FieldError | undefined => {
+const prerequisiteCheck: FlagWriteCheck = (
+  candidate: FlagDefinition,
+  others: readonly Flag[],
+): FieldError | undefined => {
   if (candidate.prerequisites.length === 0) return undefined;
   const byKey = new Map(others.map((f) => [f.key, f]));
   return validateFlag(candidate, { lookupFlag: (k) => byKey.get(k) })[0];
@@ -27,7 +35,10 @@ const prerequisiteCheck: FlagWriteCheck = (candidate: FlagDefinition, others: re
 /** Creation also keeps the environment under its flag count limit (inside the write transaction). */
 export const createCheck: FlagWriteCheck = (candidate, others) => {
   if (others.length >= flagsPerEnvironmentMax) {
-    return { field: 'key', message: `key: the environment already has ${others.length} flags (the limit is ${flagsPerEnvironmentMax})` };
+    return {
+      field: 'key',
+      message: `key: the environment already has ${others.length} flags (the limit is ${flagsPerEnvironmentMax})`,
+    };
   }
   return prerequisiteCheck(candidate, others);
 };
@@ -35,7 +46,10 @@ export const createCheck: FlagWriteCheck = (candidate, others) => {
 /** Segment creation keeps the project under its segment count limit (inside the write transaction). */
 export const segmentCreateCheck: SegmentWriteCheck = (_candidate, liveSegments) => {
   if (liveSegments < segmentsPerProjectMax) return undefined;
-  return { field: 'key', message: `key: the project already has ${liveSegments} segments (the limit is ${segmentsPerProjectMax})` };
+  return {
+    field: 'key',
+    message: `key: the project already has ${liveSegments} segments (the limit is ${segmentsPerProjectMax})`,
+  };
 };
 
 function badBody(errors: readonly FieldError[]): never {
@@ -48,10 +62,14 @@ function param(req: HttpRequest<unknown>, name: string): string {
   return v;
 }
 
-/** `?limit=`: default auditPageRecordsDefault, above auditPageRecordsMax means the max, anything but a positive integer is a 400. */
+/**
+ * `?limit=`: default auditPageRecordsDefault, above auditPageRecordsMax means the max, anything but a
+ * positive integer is a 400.
+ */
 export function parseAuditLimit(raw: string | null): number {
   if (raw === null) return auditPageRecordsDefault;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new HttpError(400, `limit: must be a positive integer (got ${JSON.stringify(raw)})`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new HttpError(400, `limit: must be a positive integer (got ${JSON.stringify(raw)})`);
   return Math.min(Number(raw), auditPageRecordsMax);
 }
 
@@ -73,139 +91,204 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
 
   // ---- projects and environments ----------------------------------------------------------
 
-  app.get('/api/v1/projects', async (req) => {
-    await requireRole(auth, req);
-    return { status: 200, body: await store.listProjects() };
-  }, authenticated(auth));
+  app.get(
+    '/api/v1/projects',
+    async (req) => {
+      await requireRole(auth, req);
+      return { status: 200, body: await store.listProjects() };
+    },
+    authenticated(auth),
+  );
 
-  app.get(`${P}/environments`, async (req) => {
-    await requireRole(auth, req);
-    return { status: 200, body: await store.listEnvironments(param(req, 'projectKey')) };
-  }, authenticated(auth));
+  app.get(
+    `${P}/environments`,
+    async (req) => {
+      await requireRole(auth, req);
+      return { status: 200, body: await store.listEnvironments(param(req, 'projectKey')) };
+    },
+    authenticated(auth),
+  );
 
   // Environments also come into being on the first flag write; this creates one explicitly (idempotent).
-  app.put(E, async (req) => {
-    await requireRole(auth, req);
-    // No body is needed; one that is sent must still be a JSON object (`null` is a 400 like elsewhere).
-    if (req.rawBody.length > 0) objectBody(req.body);
-    const p = param(req, 'projectKey');
-    const e = param(req, 'envKey');
-    checkKey('projectKey', p);
-    checkKey('envKey', e);
-    return { status: 200, body: await store.ensureEnvironment(p, e, new Date(ctx.now()).toISOString()) };
-  }, authenticated(auth));
+  app.put(
+    E,
+    async (req) => {
+      await requireRole(auth, req);
+      // No body is needed; one that is sent must still be a JSON object (`null` is a 400 like elsewhere).
+      if (req.rawBody.length > 0) objectBody(req.body);
+      const p = param(req, 'projectKey');
+      const e = param(req, 'envKey');
+      checkKey('projectKey', p);
+      checkKey('envKey', e);
+      return { status: 200, body: await store.ensureEnvironment(p, e, new Date(ctx.now()).toISOString()) };
+    },
+    authenticated(auth),
+  );
 
   // ---- flags ------------------------------------------------------------------------------
 
-  app.get(`${E}/flags`, async (req) => {
-    await requireRole(auth, req);
-    return { status: 200, body: await store.listFlags(param(req, 'projectKey'), param(req, 'envKey')) };
-  }, authenticated(auth));
+  app.get(
+    `${E}/flags`,
+    async (req) => {
+      await requireRole(auth, req);
+      return { status: 200, body: await store.listFlags(param(req, 'projectKey'), param(req, 'envKey')) };
+    },
+    authenticated(auth),
+  );
 
-  app.post(`${E}/flags`, async (req) => {
-    const who = await requireRole(auth, req);
-    const p = param(req, 'projectKey');
-    const e = param(req, 'envKey');
-    checkKey('projectKey', p);
-    checkKey('envKey', e);
-    const d = decodeFlagCreate(objectBody(req.body));
-    if (!d.ok) badBody(d.errors);
-    const r = await store.createFlag(p, e, d.value, meta(who, req), createCheck);
-    if (!r.ok) writeFailure(r);
-    await ctx.settled();
-    return versioned(201, r.value, { location: `/api/v1/projects/${p}/environments/${e}/flags/${r.value.key}` });
-  }, authenticated(auth));
+  app.post(
+    `${E}/flags`,
+    async (req) => {
+      const who = await requireRole(auth, req);
+      const p = param(req, 'projectKey');
+      const e = param(req, 'envKey');
+      checkKey('projectKey', p);
+      checkKey('envKey', e);
+      const d = decodeFlagCreate(objectBody(req.body));
+      if (!d.ok) badBody(d.errors);
+      const r = await store.createFlag(p, e, d.value, meta(who, req), createCheck);
+      if (!r.ok) writeFailure(r);
+      await ctx.settled();
+      return versioned(201, r.value, { location: `/api/v1/projects/${p}/environments/${e}/flags/${r.value.key}` });
+    },
+    authenticated(auth),
+  );
 
-  app.get(`${E}/flags/:flagKey`, async (req) => {
-    await requireRole(auth, req);
-    const f = await store.getFlag(param(req, 'projectKey'), param(req, 'envKey'), param(req, 'flagKey'));
-    if (!f) throw new HttpError(404, `flag ${JSON.stringify(param(req, 'flagKey'))} not found`);
-    return versioned(200, f);
-  }, authenticated(auth));
+  app.get(
+    `${E}/flags/:flagKey`,
+    async (req) => {
+      await requireRole(auth, req);
+      const f = await store.getFlag(param(req, 'projectKey'), param(req, 'envKey'), param(req, 'flagKey'));
+      if (!f) throw new HttpError(404, `flag ${JSON.stringify(param(req, 'flagKey'))} not found`);
+      return versioned(200, f);
+    },
+    authenticated(auth),
+  );
 
-  app.put(`${E}/flags/:flagKey`, async (req) => {
-    const who = await requireRole(auth, req);
-    const m = meta(who, req);
-    const d = decodeFlagPut(objectBody(req.body), param(req, 'flagKey'));
-    if (!d.ok) badBody(d.errors);
-    const r = await store.replaceFlag(param(req, 'projectKey'), param(req, 'envKey'), d.value, m, prerequisiteCheck);
-    if (!r.ok) writeFailure(r);
-    await ctx.settled();
-    return versioned(200, r.value);
-  }, authenticated(auth));
+  app.put(
+    `${E}/flags/:flagKey`,
+    async (req) => {
+      const who = await requireRole(auth, req);
+      const m = meta(who, req);
+      const d = decodeFlagPut(objectBody(req.body), param(req, 'flagKey'));
+      if (!d.ok) badBody(d.errors);
+      const r = await store.replaceFlag(param(req, 'projectKey'), param(req, 'envKey'), d.value, m, prerequisiteCheck);
+      if (!r.ok) writeFailure(r);
+      await ctx.settled();
+      return versioned(200, r.value);
+    },
+    authenticated(auth),
+  );
 
-  app.delete(`${E}/flags/:flagKey`, async (req) => {
-    const who = await requireRole(auth, req);
-    const r = await store.deleteFlag(param(req, 'projectKey'), param(req, 'envKey'), param(req, 'flagKey'), meta(who, req));
-    if (!r.ok) writeFailure(r);
-    await ctx.settled();
-    return { status: 204 };
-  }, authenticated(auth));
+  app.delete(
+    `${E}/flags/:flagKey`,
+    async (req) => {
+      const who = await requireRole(auth, req);
+      const r = await store.deleteFlag(
+        param(req, 'projectKey'),
+        param(req, 'envKey'),
+        param(req, 'flagKey'),
+        meta(who, req),
+      );
+      if (!r.ok) writeFailure(r);
+      await ctx.settled();
+      return { status: 204 };
+    },
+    authenticated(auth),
+  );
 
   // ---- segments ---------------------------------------------------------------------------
 
-  app.get(`${P}/segments`, async (req) => {
-    await requireRole(auth, req);
-    return { status: 200, body: await store.listSegments(param(req, 'projectKey')) };
-  }, authenticated(auth));
+  app.get(
+    `${P}/segments`,
+    async (req) => {
+      await requireRole(auth, req);
+      return { status: 200, body: await store.listSegments(param(req, 'projectKey')) };
+    },
+    authenticated(auth),
+  );
 
-  app.post(`${P}/segments`, async (req) => {
-    const who = await requireRole(auth, req);
-    const p = param(req, 'projectKey');
-    checkKey('projectKey', p);
-    const d = decodeSegmentCreate(objectBody(req.body));
-    if (!d.ok) badBody(d.errors);
-    const r = await store.createSegment(p, d.value, meta(who, req), segmentCreateCheck);
-    if (!r.ok) writeFailure(r);
-    await ctx.settled();
-    return versioned(201, r.value, { location: `/api/v1/projects/${p}/segments/${r.value.key}` });
-  }, authenticated(auth));
+  app.post(
+    `${P}/segments`,
+    async (req) => {
+      const who = await requireRole(auth, req);
+      const p = param(req, 'projectKey');
+      checkKey('projectKey', p);
+      const d = decodeSegmentCreate(objectBody(req.body));
+      if (!d.ok) badBody(d.errors);
+      const r = await store.createSegment(p, d.value, meta(who, req), segmentCreateCheck);
+      if (!r.ok) writeFailure(r);
+      await ctx.settled();
+      return versioned(201, r.value, { location: `/api/v1/projects/${p}/segments/${r.value.key}` });
+    },
+    authenticated(auth),
+  );
 
-  app.get(`${P}/segments/:segmentKey`, async (req) => {
-    await requireRole(auth, req);
-    const s = await store.getSegment(param(req, 'projectKey'), param(req, 'segmentKey'));
-    if (!s) throw new HttpError(404, `segment ${JSON.stringify(param(req, 'segmentKey'))} not found`);
-    return versioned(200, s);
-  }, authenticated(auth));
+  app.get(
+    `${P}/segments/:segmentKey`,
+    async (req) => {
+      await requireRole(auth, req);
+      const s = await store.getSegment(param(req, 'projectKey'), param(req, 'segmentKey'));
+      if (!s) throw new HttpError(404, `segment ${JSON.stringify(param(req, 'segmentKey'))} not found`);
+      return versioned(200, s);
+    },
+    authenticated(auth),
+  );
 
-  app.put(`${P}/segments/:segmentKey`, async (req) => {
-    const who = await requireRole(auth, req);
-    const m = meta(who, req);
-    const d = decodeSegmentPut(objectBody(req.body), param(req, 'segmentKey'));
-    if (!d.ok) badBody(d.errors);
-    const r = await store.replaceSegment(param(req, 'projectKey'), d.value, m);
-    if (!r.ok) writeFailure(r);
-    await ctx.settled();
-    return versioned(200, r.value);
-  }, authenticated(auth));
+  app.put(
+    `${P}/segments/:segmentKey`,
+    async (req) => {
+      const who = await requireRole(auth, req);
+      const m = meta(who, req);
+      const d = decodeSegmentPut(objectBody(req.body), param(req, 'segmentKey'));
+      if (!d.ok) badBody(d.errors);
+      const r = await store.replaceSegment(param(req, 'projectKey'), d.value, m);
+      if (!r.ok) writeFailure(r);
+      await ctx.settled();
+      return versioned(200, r.value);
+    },
+    authenticated(auth),
+  );
 
   // Flags whose rules name the segment keep their rules; such clauses then never match.
-  app.delete(`${P}/segments/:segmentKey`, async (req) => {
-    const who = await requireRole(auth, req);
-    const r = await store.deleteSegment(param(req, 'projectKey'), param(req, 'segmentKey'), meta(who, req));
-    if (!r.ok) writeFailure(r);
-    await ctx.settled();
-    return { status: 204 };
-  }, authenticated(auth));
+  app.delete(
+    `${P}/segments/:segmentKey`,
+    async (req) => {
+      const who = await requireRole(auth, req);
+      const r = await store.deleteSegment(param(req, 'projectKey'), param(req, 'segmentKey'), meta(who, req));
+      if (!r.ok) writeFailure(r);
+      await ctx.settled();
+      return { status: 204 };
+    },
+    authenticated(auth),
+  );
 
   // ---- audit and evaluation ---------------------------------------------------------------
 
-  app.get(`${P}/audit`, async (req) => {
-    await requireRole(auth, req);
-    const limit = parseAuditLimit(req.query.get('limit'));
-    return { status: 200, body: await store.listAudit(param(req, 'projectKey'), limit) };
-  }, authenticated(auth));
+  app.get(
+    `${P}/audit`,
+    async (req) => {
+      await requireRole(auth, req);
+      const limit = parseAuditLimit(req.query.get('limit'));
+      return { status: 200, body: await store.listAudit(param(req, 'projectKey'), limit) };
+    },
+    authenticated(auth),
+  );
 
   // Evaluation changes nothing, so a viewer may do it although it is a POST.
-  app.post(`${E}/evaluate`, async (req) => {
-    await requireRole(auth, req, 'viewer');
-    const body = decodeEvaluateBody(req.body);
-    const p = param(req, 'projectKey');
-    const e = param(req, 'envKey');
-    // Only real environments are loaded into the replica, so made-up names cannot grow it.
-    if (!ctx.replica.isLoaded(p, e) && !(await store.listEnvironments(p)).some((x) => x.key === e)) {
-      return { status: 200, body: { flags: {} } };
-    }
-    return { status: 200, body: evaluator.run(await ctx.replica.environment(p, e), body) };
-  }, authenticated(auth, 'viewer'));
+  app.post(
+    `${E}/evaluate`,
+    async (req) => {
+      await requireRole(auth, req, 'viewer');
+      const body = decodeEvaluateBody(req.body);
+      const p = param(req, 'projectKey');
+      const e = param(req, 'envKey');
+      // Only real environments are loaded into the replica, so made-up names cannot grow it.
+      if (!ctx.replica.isLoaded(p, e) && !(await store.listEnvironments(p)).some((x) => x.key === e)) {
+        return { status: 200, body: { flags: {} } };
+      }
+      return { status: 200, body: evaluator.run(await ctx.replica.environment(p, e), body) };
+    },
+    authenticated(auth, 'viewer'),
+  );
 }

@@ -1,4 +1,9 @@
-import { loginAttemptsPerAccountMax, loginAttemptsPerAddressMax, loginLimiterEntriesMax, loginWindowMs } from '../limits.js';
+import {
+  loginAttemptsPerAccountMax,
+  loginAttemptsPerAddressMax,
+  loginLimiterEntriesMax,
+  loginWindowMs,
+} from '../limits.js';
 
 /**
  * Login rate limiting per key (a client address, or an account): a sliding window of at most `attemptsMax` attempts per
@@ -12,9 +17,17 @@ export interface RateLimitConfig {
   addressesMax: number;
 }
 
-export const defaultLoginRateLimit: RateLimitConfig = { attemptsMax: loginAttemptsPerAddressMax, windowMs: loginWindowMs, addressesMax: loginLimiterEntriesMax };
+export const defaultLoginRateLimit: RateLimitConfig = {
+  attemptsMax: loginAttemptsPerAddressMax,
+  windowMs: loginWindowMs,
+  addressesMax: loginLimiterEntriesMax,
+};
 /** The same limiter keyed by account (lower-cased email) instead of address. */
-export const defaultAccountRateLimit: RateLimitConfig = { attemptsMax: loginAttemptsPerAccountMax, windowMs: loginWindowMs, addressesMax: loginLimiterEntriesMax };
+export const defaultAccountRateLimit: RateLimitConfig = {
+  attemptsMax: loginAttemptsPerAccountMax,
+  windowMs: loginWindowMs,
+  addressesMax: loginLimiterEntriesMax,
+};
 
 export type RateDecision = { ok: true } | { ok: false; retryAfterSec: number };
 

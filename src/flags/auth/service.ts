@@ -11,7 +11,15 @@ import type { FlagStore, Role, UserRecord, WriteResult } from '../store/types.js
 import { decoyHash, hashPassword, verifyPassword } from './password.js';
 import { SlidingWindowLimiter, type RateLimitConfig } from './rate-limit.js';
 import { jwtSecretBytesMin, passwordCharsMax, passwordCharsMin, verifiedTokensMax } from '../limits.js';
-import { accessTokenTtlSec, newRefreshToken, refreshTokenHash, refreshTokenTtlSec, signAccessToken, verifyAccessToken, type Principal } from './tokens.js';
+import {
+  accessTokenTtlSec,
+  newRefreshToken,
+  refreshTokenHash,
+  refreshTokenTtlSec,
+  signAccessToken,
+  verifyAccessToken,
+  type Principal,
+} from './tokens.js';
 
 export interface TokenPair {
   accessToken: string;
@@ -50,11 +58,13 @@ export interface AuthServiceOptions {
 /** Why a password cannot be set or checked, or undefined when its length is within the limits. */
 export function passwordLengthProblem(password: string): string | undefined {
   if (password.length < passwordCharsMin || password.length > passwordCharsMax) {
-    return `password: must be ${passwordCharsMin} to ${passwordCharsMax} characters (the limits; ` + `got ${password.length})`;
+    return (
+      `password: must be ${passwordCharsMin} to ${passwordCharsMax} characters (the limits; ` +
+      `got ${password.length})`
+    );
   }
   return undefined;
 }
-
 
 export class AuthService {
   readonly limiter: SlidingWindowLimiter;
@@ -76,13 +86,20 @@ export class AuthService {
     const fromEnv = o.env['FLAGS_JWT_SECRET'];
     let secretText: string;
     if (fromEnv !== undefined && fromEnv !== '') {
-      if (Buffer.byteLength(fromEnv) < jwtSecretBytesMin) o.logger.warn(`flags: FLAGS_JWT_SECRET is shorter than ${jwtSecretBytesMin} bytes; HS256 wants at least 32`);
+      if (Buffer.byteLength(fromEnv) < jwtSecretBytesMin)
+        o.logger.warn(`flags: FLAGS_JWT_SECRET is shorter than ${jwtSecretBytesMin} bytes; HS256 wants at least 32`);
       secretText = fromEnv;
     } else {
       // Generated once and kept in the database, so tokens stay valid across restarts and instances.
       secretText = await o.store.settingOrInit(jwtSecretSetting, randomBytes(48).toString('base64url'));
     }
-    const svc = new AuthService(o.store, new TextEncoder().encode(secretText), o.now, o.loginRateLimit, o.accountRateLimit);
+    const svc = new AuthService(
+      o.store,
+      new TextEncoder().encode(secretText),
+      o.now,
+      o.loginRateLimit,
+      o.accountRateLimit,
+    );
     await svc.bootstrapAdmin(o.env, o.logger);
     return svc;
   }
@@ -98,7 +115,11 @@ export class AuthService {
       if (await this.store.getUserByEmail(email)) return;
       const r = await this.createUser(email, password, 'admin');
       if (r.ok) logger.info({ email: r.value.email }, 'flags: created the first admin from FLAGS_ADMIN_EMAIL');
-      else logger.error({ email, reason: r.message }, 'flags: cannot create the admin from FLAGS_ADMIN_EMAIL/FLAGS_ADMIN_PASSWORD');
+      else
+        logger.error(
+          { email, reason: r.message },
+          'flags: cannot create the admin from FLAGS_ADMIN_EMAIL/FLAGS_ADMIN_PASSWORD',
+        );
       return;
     }
     if ((await this.store.countUsers()) > 0) return;
@@ -159,7 +180,11 @@ export class AuthService {
 
   private async issue(user: UserRecord): Promise<TokenPair> {
     const now = this.now();
-    const accessToken = await signAccessToken(this.secret, { userId: user.id, email: user.email, role: user.role }, now);
+    const accessToken = await signAccessToken(
+      this.secret,
+      { userId: user.id, email: user.email, role: user.role },
+      now,
+    );
     const refreshToken = newRefreshToken();
     await this.store.saveRefreshToken(
       refreshTokenHash(refreshToken),
@@ -186,7 +211,8 @@ export class AuthService {
 
   /** `Authorization: Bearer <jwt>` → the principal, or why not; synchronous (a `before` hook). */
   authenticateNow(authorization: string | undefined): AuthOutcome {
-    if (authorization === undefined || /^(Bearer)?\s*$/i.test(authorization.trim())) return { ok: false, code: 'missing_token' };
+    if (authorization === undefined || /^(Bearer)?\s*$/i.test(authorization.trim()))
+      return { ok: false, code: 'missing_token' };
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization.trim());
     if (!m?.[1]) return { ok: false, code: 'invalid_token' };
     const token = m[1];

@@ -52,17 +52,23 @@ function decodeJsonPart(part: string): Record<string, unknown> | undefined {
  * `crit`; a constant-time signature check; `iss` ours; `exp` required and in the future; `nbf`,
  * when present, not in the future. Synchronous, so it can run before a request body is read.
  */
-export function verifyAccessToken(secret: Uint8Array, token: string, nowMs: number): { principal: Principal; expMs: number } | undefined {
+export function verifyAccessToken(
+  secret: Uint8Array,
+  token: string,
+  nowMs: number,
+): { principal: Principal; expMs: number } | undefined {
   if (token.length > accessTokenCharsMax) return undefined;
   const parts = token.split('.');
   if (parts.length !== 3) return undefined;
   const [h, p, s] = parts as [string, string, string];
   const header = decodeJsonPart(h);
-  if (!header || header['alg'] !== 'HS256' || header['crit'] !== undefined || header['b64'] !== undefined) return undefined;
+  if (!header || header['alg'] !== 'HS256' || header['crit'] !== undefined || header['b64'] !== undefined)
+    return undefined;
   if (!base64urlPart.test(s)) return undefined;
   const given = Buffer.from(s, 'base64url');
   const expected = createHmac('sha256', secret).update(`${h}.${p}`).digest();
-  if (given.length !== expected.length || given.toString('base64url') !== s || !timingSafeEqual(given, expected)) return undefined;
+  if (given.length !== expected.length || given.toString('base64url') !== s || !timingSafeEqual(given, expected))
+    return undefined;
   const payload = decodeJsonPart(p);
   if (!payload) return undefined;
   const { sub, email, role, exp, nbf, iss, iat } = payload;

@@ -56,7 +56,12 @@ export interface EvalStore {
   segment(key: string): SegmentDefinition | undefined;
 }
 
-export type EvalWarningCode = 'SEGMENT_NOT_FOUND' | 'SEGMENT_IN_SEGMENT' | 'UNKNOWN_OPERATOR' | 'PREREQUISITE_CYCLE' | 'MALFORMED_FLAG';
+export type EvalWarningCode =
+  | 'SEGMENT_NOT_FOUND'
+  | 'SEGMENT_IN_SEGMENT'
+  | 'UNKNOWN_OPERATOR'
+  | 'PREREQUISITE_CYCLE'
+  | 'MALFORMED_FLAG';
 
 export interface EvalWarning {
   code: EvalWarningCode;
@@ -145,12 +150,24 @@ function freezeResult(value: JsonValue, variation: string | null, reason: EvalRe
 function compileClause(c: Clause, where: string, inSegment: boolean): CompiledClause {
   const op: string = c.op;
   if (!OP_SET.has(op)) {
-    return { kind: 'broken', warning: { code: 'UNKNOWN_OPERATOR', message: `${where}: unknown operator ${JSON.stringify(op)}; the clause does not match` } };
+    return {
+      kind: 'broken',
+      warning: {
+        code: 'UNKNOWN_OPERATOR',
+        message: `${where}: unknown operator ${JSON.stringify(op)}; the clause does not match`,
+      },
+    };
   }
   const known = op as ClauseOp;
   if (known === 'segmentMatch') {
     if (inSegment) {
-      return { kind: 'broken', warning: { code: 'SEGMENT_IN_SEGMENT', message: `${where}: segmentMatch inside a segment is not supported; the clause does not match` } };
+      return {
+        kind: 'broken',
+        warning: {
+          code: 'SEGMENT_IN_SEGMENT',
+          message: `${where}: segmentMatch inside a segment is not supported; the clause does not match`,
+        },
+      };
     }
     return { kind: 'segment', segmentKeys: [...c.values], negate: c.negate === true, where };
   }
@@ -179,7 +196,10 @@ export function compileFlag(flag: FlagDefinition): CompiledFlag {
   const defaultOk = byKey.has(flag.defaultVariation);
   const defaultValue = defaultOk ? (byKey.get(flag.defaultVariation) as JsonValue) : null;
   const defaultKey = defaultOk ? flag.defaultVariation : null;
-  if (!defaultOk) malformed = `flag ${JSON.stringify(flag.key)} has no variation ` + `${JSON.stringify(flag.defaultVariation)} (its defaultVariation)`;
+  if (!defaultOk)
+    malformed =
+      `flag ${JSON.stringify(flag.key)} has no variation ` +
+      `${JSON.stringify(flag.defaultVariation)} (its defaultVariation)`;
   const errorResult = freezeResult(defaultValue, defaultKey, { kind: 'ERROR', errorKind: 'MALFORMED_FLAG' });
   // An outcome naming a missing variation evaluates to ERROR (validation refuses such flags).
   const result = (variation: string, reason: EvalReason): EvalResult => {
@@ -189,7 +209,8 @@ export function compileFlag(flag: FlagDefinition): CompiledFlag {
     }
     return freezeResult(byKey.get(variation) as JsonValue, variation, reason);
   };
-  const fromDefault = (reason: EvalReason): EvalResult => (defaultOk ? freezeResult(defaultValue, defaultKey, reason) : errorResult);
+  const fromDefault = (reason: EvalReason): EvalResult =>
+    defaultOk ? freezeResult(defaultValue, defaultKey, reason) : errorResult;
 
   let targets: Map<string, EvalResult> | undefined;
   for (const t of flag.targets) {
@@ -221,7 +242,9 @@ export function compileFlag(flag: FlagDefinition): CompiledFlag {
     })),
     targets,
     rules: flag.rules.map((r) => ({
-      clauses: r.clauses.map((c) => compileClause(c, `flag ${JSON.stringify(flag.key)} rule ${JSON.stringify(r.id)}`, false)),
+      clauses: r.clauses.map((c) =>
+        compileClause(c, `flag ${JSON.stringify(flag.key)} rule ${JSON.stringify(r.id)}`, false),
+      ),
       result: result(r.variation, { kind: 'RULE_MATCH', ruleId: r.id }),
     })),
     rolloutThresholds,
@@ -284,7 +307,12 @@ function attributeClauseMatches(c: CompiledAttributeClause, context: EvalContext
 }
 
 /** Segment membership: excluded > included > rules (OR of rules, AND of clauses within one). */
-function segmentContains(seg: CompiledSegment, context: EvalContext, flagKey: string, opts: EvalOptions | undefined): boolean {
+function segmentContains(
+  seg: CompiledSegment,
+  context: EvalContext,
+  flagKey: string,
+  opts: EvalOptions | undefined,
+): boolean {
   const key = contextKey(context);
   if (key !== undefined) {
     if (seg.excluded.has(key)) return false;

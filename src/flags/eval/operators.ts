@@ -175,7 +175,11 @@ function anyOfStrings(values: readonly string[], pred: (attr: string, value: str
   };
 }
 
-function numericTest(values: readonly string[], cmp: (a: number, b: number) => boolean, parse: (v: Scalar) => number): ScalarTest {
+function numericTest(
+  values: readonly string[],
+  cmp: (a: number, b: number) => boolean,
+  parse: (v: Scalar) => number,
+): ScalarTest {
   const parsed = values.map(parse).filter((n) => !Number.isNaN(n));
   if (parsed.length === 0) return never;
   return (v) => {
@@ -208,7 +212,8 @@ function membershipTest(values: readonly string[]): ScalarTest {
   if (values.length === 1) {
     const only = values[0] as string;
     const num = toNumber(only);
-    return (v) => (typeof v === 'string' ? v === only : typeof v === 'number' ? v === num : (v ? 'true' : 'false') === only);
+    return (v) =>
+      typeof v === 'string' ? v === only : typeof v === 'number' ? v === num : (v ? 'true' : 'false') === only;
   }
   return (v) =>
     typeof v === 'string' ? strings.has(v) : typeof v === 'number' ? numbers.has(v) : strings.has(v ? 'true' : 'false');

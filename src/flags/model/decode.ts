@@ -98,7 +98,9 @@ export function schemaErrorsToFieldErrors(errors: readonly TLocalizedValidationE
       case 'anyOf': {
         const prefix = `${e.schemaPath}/anyOf/`;
         // A value of the right type that breaks a limit (`bucketBy` too long): name the limit.
-        const limit = errors.find((b) => b.schemaPath.startsWith(prefix) && b.instancePath === e.instancePath && limitKeywords.has(b.keyword));
+        const limit = errors.find(
+          (b) => b.schemaPath.startsWith(prefix) && b.instancePath === e.instancePath && limitKeywords.has(b.keyword),
+        );
         if (limit) {
           push(field, limitMessage(limit.keyword, (limit.params as Record<string, unknown>)['limit']));
           break;
@@ -106,7 +108,10 @@ export function schemaErrorsToFieldErrors(errors: readonly TLocalizedValidationE
         const types = errors
           .filter((b) => b.keyword === 'type' && b.schemaPath.startsWith(prefix) && b.instancePath === e.instancePath)
           .map((b) => String((b.params as Record<string, unknown>)['type']));
-        push(field, types.length > 0 ? `must be ${types.map((t) => ARTICLES[t] ?? t).join(' or ')}` : 'has the wrong type');
+        push(
+          field,
+          types.length > 0 ? `must be ${types.map((t) => ARTICLES[t] ?? t).join(' or ')}` : 'has the wrong type',
+        );
         break;
       }
       case 'minimum':
@@ -128,7 +133,14 @@ export function schemaErrorsToFieldErrors(errors: readonly TLocalizedValidationE
 function keyMismatch(body: unknown, pathKey: string, what: string): FieldError[] {
   const key = (body as { key?: unknown }).key;
   if (key === undefined || key === pathKey) return [];
-  return [{ field: 'key', message: `key: ${JSON.stringify(key)} does not match the ${what} in the path ` + `(${JSON.stringify(pathKey)}); keys cannot be renamed` }];
+  return [
+    {
+      field: 'key',
+      message:
+        `key: ${JSON.stringify(key)} does not match the ${what} in the path ` +
+        `(${JSON.stringify(pathKey)}); keys cannot be renamed`,
+    },
+  ];
 }
 
 function finish<T>(value: T, errors: FieldError[]): Decoded<T> {
@@ -192,7 +204,10 @@ function isContextScalar(v: unknown): boolean {
 export function decodeEvaluateBody(body: unknown): Decoded<EvaluateRequest> {
   if (EvaluateBodyValidator.Check(body)) {
     const b = body as { context: EvalContext; flagKeys?: string[] };
-    return { ok: true, value: b.flagKeys === undefined ? { context: b.context } : { context: b.context, flagKeys: b.flagKeys } };
+    return {
+      ok: true,
+      value: b.flagKeys === undefined ? { context: b.context } : { context: b.context, flagKeys: b.flagKeys },
+    };
   }
   const errors: FieldError[] = [];
   const push = (field: string, message: string): void => {
@@ -206,7 +221,8 @@ export function decodeEvaluateBody(body: unknown): Decoded<EvaluateRequest> {
   for (const k of Object.keys(b)) if (k !== 'context' && k !== 'flagKeys') push(k, 'is not a known field');
   const ctx = b['context'];
   if (ctx === undefined) push('context', 'is required');
-  else if (typeof ctx !== 'object' || ctx === null || Array.isArray(ctx)) push('context', 'must be an object such as {"key": "user-1"}');
+  else if (typeof ctx !== 'object' || ctx === null || Array.isArray(ctx))
+    push('context', 'must be an object such as {"key": "user-1"}');
   else {
     for (const [k, v] of Object.entries(ctx as Record<string, unknown>)) {
       if ((k === 'key' || k === 'kind') && typeof v !== 'string') push(`context.${k}`, 'must be a string');

@@ -80,7 +80,10 @@ export const RolloutEntrySchema = Type.Object(
 );
 
 export const SegmentRuleSchema = Type.Object(
-  { id: Type.Optional(Type.String({ maxLength: ruleIdCharsMax })), clauses: Type.Array(ClauseSchema, { maxItems: clausesPerRuleMax }) },
+  {
+    id: Type.Optional(Type.String({ maxLength: ruleIdCharsMax })),
+    clauses: Type.Array(ClauseSchema, { maxItems: clausesPerRuleMax }),
+  },
   { additionalProperties: false },
 );
 
@@ -130,8 +133,12 @@ export const FlagPutBodySchema = Type.Object(
 
 const segmentDefinitionFields = {
   name: Type.Optional(Type.String({ maxLength: nameCharsMax })),
-  included: Type.Optional(Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: segmentContextKeysMax })),
-  excluded: Type.Optional(Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: segmentContextKeysMax })),
+  included: Type.Optional(
+    Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: segmentContextKeysMax }),
+  ),
+  excluded: Type.Optional(
+    Type.Array(Type.String({ maxLength: contextKeyCharsMax }), { maxItems: segmentContextKeysMax }),
+  ),
   rules: Type.Optional(Type.Array(SegmentRuleSchema, { maxItems: rulesPerDefinitionMax })),
 };
 
@@ -189,10 +196,7 @@ function normalizeRules(rules: readonly Type.Static<typeof RuleSchema>[]): Rule[
  * name = key; bucketBy and seed absent), it is never kept from `existing`. `existing` (the flag at
  * the PUT path) supplies only the key. Server-owned fields in the body are dropped.
  */
-export function normalizeFlag(
-  body: FlagCreateBody | FlagPutBody,
-  existing?: { key: string },
-): FlagDefinition {
+export function normalizeFlag(body: FlagCreateBody | FlagPutBody, existing?: { key: string }): FlagDefinition {
   const key = existing?.key ?? body.key;
   invariant(key !== undefined, 'normalizeFlag: a PUT body needs the existing flag for its key');
   const flag: FlagDefinition = {

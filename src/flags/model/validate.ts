@@ -64,7 +64,8 @@ function keyError(field: string, key: unknown): FieldError | undefined {
   if (isValidKey(key)) return undefined;
   return err(
     field,
-    `must be 1 to ${keyCharsMax} letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(key)})`,
+    `must be 1 to ${keyCharsMax} letters, digits, '.', '_' or '-', starting with a letter or digit (got ` +
+      `${JSON.stringify(key)})`,
   );
 }
 
@@ -135,9 +136,11 @@ function validateClause(field: string, c: Clause, where: 'flag' | 'segment', out
   if (!Array.isArray(c.values)) out.push(err(`${field}.values`, 'must be an array of strings'));
   else
     c.values.forEach((v, i) => {
-      if (typeof v !== 'string') out.push(err(`${field}.values[${i}]`, 'must be a string (numbers are sent as strings)'));
+      if (typeof v !== 'string')
+        out.push(err(`${field}.values[${i}]`, 'must be a string (numbers are sent as strings)'));
     });
-  if (c.negate !== undefined && typeof c.negate !== 'boolean') out.push(err(`${field}.negate`, 'must be true or false'));
+  if (c.negate !== undefined && typeof c.negate !== 'boolean')
+    out.push(err(`${field}.negate`, 'must be true or false'));
 }
 
 /**
@@ -202,23 +205,38 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     else variationKeys.add(v.key);
     // Size before type: the type message quotes the value, which must be small and shallow first.
     if (jsonDepth(v.value) > jsonValueDepthMax) {
-      out.push(err(`variations[${i}].value`, `must nest at most ${jsonValueDepthMax} levels of arrays and objects (the limit)`));
+      out.push(
+        err(
+          `variations[${i}].value`,
+          `must nest at most ${jsonValueDepthMax} levels of arrays and objects (the limit)`,
+        ),
+      );
       return;
     }
     const bytes = jsonBytes(v.value);
     if (bytes > variationValueBytesMax) {
-      out.push(err(`variations[${i}].value`, `must be at most ${variationValueBytesMax} bytes as JSON (the limit; got ${bytes})`));
+      out.push(
+        err(
+          `variations[${i}].value`,
+          `must be at most ${variationValueBytesMax} bytes as JSON (the limit; got ${bytes})`,
+        ),
+      );
       return;
     }
     if (typeOk && !valueMatchesType(flag.type, v.value)) {
       out.push(
-        err(`variations[${i}].value`, `must be ${TYPE_WORDS[flag.type]} for ${flag.type === 'integer' ? 'an' : 'a'} ` + `${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`),
+        err(
+          `variations[${i}].value`,
+          `must be ${TYPE_WORDS[flag.type]} for ${flag.type === 'integer' ? 'an' : 'a'} ` +
+            `${flag.type} flag (got ${JSON.stringify(v.value) ?? 'nothing'})`,
+        ),
       );
     }
   });
   const known = [...variationKeys].map(quote).join(', ');
   const checkRef = (field: string, ref: string): void => {
-    if (!variationKeys.has(ref)) out.push(err(field, `no variation with key ${quote(ref)} (variations are ${known || 'none'})`));
+    if (!variationKeys.has(ref))
+      out.push(err(field, `no variation with key ${quote(ref)} (variations are ${known || 'none'})`));
   };
 
   checkRef('defaultVariation', flag.defaultVariation);
@@ -226,7 +244,12 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
   // Targets: each names an existing variation; a context key is targeted at most once.
   const targetedCount = flag.targets.reduce((n, t) => n + t.contextKeys.length, 0);
   if (targetedCount > targetContextKeysPerFlagMax) {
-    out.push(err('targets', `must name at most ${targetContextKeysPerFlagMax} context keys in all (the limit; got ${targetedCount})`));
+    out.push(
+      err(
+        'targets',
+        `must name at most ${targetContextKeysPerFlagMax} context keys in all (the limit; got ${targetedCount})`,
+      ),
+    );
   }
   const targeted = new Map<string, number>();
   flag.targets.forEach((t, i) => {
@@ -234,7 +257,8 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     t.contextKeys.forEach((k, j) => {
       const field = `targets[${i}].contextKeys[${j}]`;
       if (typeof k !== 'string' || k === '') out.push(err(field, 'must be a non-empty string'));
-      else if (targeted.has(k)) out.push(err(field, `context key ${quote(k)} is already targeted by targets[${targeted.get(k)}]`));
+      else if (targeted.has(k))
+        out.push(err(field, `context key ${quote(k)} is already targeted by targets[${targeted.get(k)}]`));
       else targeted.set(k, i);
     });
   });
@@ -260,7 +284,12 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
     const pre = otherFlag?.(p.flagKey);
     if (pre && !pre.variations.some((v) => v.key === p.variation)) {
       const theirs = pre.variations.map((v) => quote(v.key)).join(', ');
-      out.push(err(`${field}.variation`, `flag ${quote(p.flagKey)} has no variation ${quote(p.variation)} (its variations are ${theirs || 'none'})`));
+      out.push(
+        err(
+          `${field}.variation`,
+          `flag ${quote(p.flagKey)} has no variation ${quote(p.variation)} (its variations are ${theirs || 'none'})`,
+        ),
+      );
     }
   });
   if (otherFlag && !flag.prerequisites.some((p) => p.flagKey === flag.key)) {
@@ -285,7 +314,12 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
   flag.rollout.forEach((e, i) => {
     checkRef(`rollout[${i}].variation`, e.variation);
     if (!Number.isSafeInteger(e.weight) || e.weight < 0) {
-      out.push(err(`rollout[${i}].weight`, `must be a non-negative integer share of ${ROLLOUT_TOTAL} (got ${JSON.stringify(e.weight)})`));
+      out.push(
+        err(
+          `rollout[${i}].weight`,
+          `must be a non-negative integer share of ${ROLLOUT_TOTAL} (got ${JSON.stringify(e.weight)})`,
+        ),
+      );
       weightsOk = false;
     } else sum += e.weight;
   });
@@ -300,7 +334,10 @@ export function validateFlag(flag: FlagDefinition, ctx: FlagValidationContext = 
   // The whole definition last, once every part is known to be bounded (and shallow).
   if (out.length === 0) {
     const bytes = jsonBytes(flag);
-    if (bytes > flagDefinitionBytesMax) out.push(err('body', `the flag must be at most ${flagDefinitionBytesMax} bytes as JSON (the limit; got ${bytes})`));
+    if (bytes > flagDefinitionBytesMax)
+      out.push(
+        err('body', `the flag must be at most ${flagDefinitionBytesMax} bytes as JSON (the limit; got ${bytes})`),
+      );
   }
   return out;
 }
@@ -321,7 +358,10 @@ export function validateSegment(segment: SegmentDefinition): FieldError[] {
   });
   if (out.length === 0) {
     const bytes = jsonBytes(segment);
-    if (bytes > segmentDefinitionBytesMax) out.push(err('body', `the segment must be at most ${segmentDefinitionBytesMax} bytes as JSON (the limit; got ${bytes})`));
+    if (bytes > segmentDefinitionBytesMax)
+      out.push(
+        err('body', `the segment must be at most ${segmentDefinitionBytesMax} bytes as JSON (the limit; got ${bytes})`),
+      );
   }
   return out;
 }

@@ -11,7 +11,11 @@ import { evaluate, type EvalResult, type EvalWarning } from '../eval/evaluate.js
 import type { EvalContext, Flag, Segment } from '../model/types.js';
 import { SseParser, type SseEvent } from './sse.js';
 import {
-  sdkBackoffMsInitialDefault, sdkBackoffMsMaxDefault, sdkBackoffMsMin, sdkInitTimeoutMsDefault, sdkReadTimeoutMsDefault,
+  sdkBackoffMsInitialDefault,
+  sdkBackoffMsMaxDefault,
+  sdkBackoffMsMin,
+  sdkInitTimeoutMsDefault,
+  sdkReadTimeoutMsDefault,
 } from '../limits.js';
 
 export interface FlagsClientOptions {
@@ -143,7 +147,10 @@ export class FlagsClient {
         const headers: Record<string, string> = { authorization: this.opts.sdkKey, accept: 'text/event-stream' };
         if (this.lastEventId !== undefined) headers['last-event-id'] = this.lastEventId;
         arm();
-        const res = await doFetch(`${this.opts.baseUrl.replace(/\/$/, '')}/sdk/v1/stream`, { headers, signal: ac.signal });
+        const res = await doFetch(`${this.opts.baseUrl.replace(/\/$/, '')}/sdk/v1/stream`, {
+          headers,
+          signal: ac.signal,
+        });
         if (res.status === 401 || res.status === 403) {
           this.fail(new Error(`the flag service refused the SDK key (${res.status})`));
           await res.body?.cancel().catch(() => undefined);
@@ -222,7 +229,11 @@ export class FlagsClient {
 
   private applyPut(data: PutData): void {
     const changed: FlagChange[] = [];
-    const replace = <T extends { version: number }>(kind: FlagChange['kind'], map: Map<string, T>, next: Record<string, T>): void => {
+    const replace = <T extends { version: number }>(
+      kind: FlagChange['kind'],
+      map: Map<string, T>,
+      next: Record<string, T>,
+    ): void => {
       for (const k of map.keys()) if (!Object.hasOwn(next, k)) changed.push({ kind, key: k });
       for (const [k, v] of Object.entries(next)) if (map.get(k)?.version !== v.version) changed.push({ kind, key: k });
       map.clear();
@@ -238,7 +249,11 @@ export class FlagsClient {
     for (const c of changed) this.emit(c);
   }
 
-  private applyOne(path: string | undefined, data: Flag | Segment | undefined, deleteVersion: number | undefined): void {
+  private applyOne(
+    path: string | undefined,
+    data: Flag | Segment | undefined,
+    deleteVersion: number | undefined,
+  ): void {
     const m = /^\/(flags|segments)\/(.+)$/.exec(path ?? '');
     if (!m?.[1] || m[2] === undefined) return;
     const kind: FlagChange['kind'] = m[1] === 'flags' ? 'flag' : 'segment';

@@ -90,7 +90,10 @@ export class SimlabFlagsProvider implements Provider {
   readonly events = new OpenFeatureEventEmitter();
   readonly client: FlagsClient;
 
-  constructor(opts: FlagsClientOptions | FlagsClient, private readonly initTimeoutMs = sdkInitTimeoutMsDefault) {
+  constructor(
+    opts: FlagsClientOptions | FlagsClient,
+    private readonly initTimeoutMs = sdkInitTimeoutMsDefault,
+  ) {
     this.client = opts instanceof FlagsClient ? opts : new FlagsClient(opts);
     this.client.onChange((c) => {
       if (c.kind === 'flag') this.events.emit(ProviderEvents.ConfigurationChanged, { flagsChanged: [c.key] });
@@ -107,14 +110,27 @@ export class SimlabFlagsProvider implements Provider {
   }
 
   private resolve<T>(kind: Kind, flagKey: string, defaultValue: T, ctx: EvaluationContext): ResolutionDetails<T> {
-    if (!this.client.initialized) throw new ProviderNotReadyError('the flag stream has not delivered its first put yet');
+    if (!this.client.initialized)
+      throw new ProviderNotReadyError('the flag stream has not delivered its first put yet');
     const r = this.client.evaluate(flagKey, toEvalContext(ctx));
     if (!r) throw new FlagNotFoundError(`no flag ${JSON.stringify(flagKey)} in this environment`);
     if (r.reason.kind === 'ERROR') {
-      if (r.variation === null) throw new GeneralError(`flag ${JSON.stringify(flagKey)} could not be evaluated (${r.reason.errorKind ?? 'error'})`);
-      return { value: r.value as T, variant: r.variation, reason: StandardResolutionReasons.ERROR, errorCode: ErrorCode.GENERAL, errorMessage: r.reason.errorKind ?? 'error' };
+      if (r.variation === null)
+        throw new GeneralError(
+          `flag ${JSON.stringify(flagKey)} could not be evaluated (${r.reason.errorKind ?? 'error'})`,
+        );
+      return {
+        value: r.value as T,
+        variant: r.variation,
+        reason: StandardResolutionReasons.ERROR,
+        errorCode: ErrorCode.GENERAL,
+        errorMessage: r.reason.errorKind ?? 'error',
+      };
     }
-    if (!matches(kind, r.value)) throw new TypeMismatchError(`flag ${JSON.stringify(flagKey)} is not a ${kind} (its value is ${JSON.stringify(r.value)})`);
+    if (!matches(kind, r.value))
+      throw new TypeMismatchError(
+        `flag ${JSON.stringify(flagKey)} is not a ${kind} (its value is ${JSON.stringify(r.value)})`,
+      );
     const details: ResolutionDetails<T> = { value: r.value as T, reason: reasonOf(r) };
     if (r.variation !== null) details.variant = r.variation;
     const meta: Record<string, string> = {};
@@ -124,19 +140,35 @@ export class SimlabFlagsProvider implements Provider {
     return details;
   }
 
-  async resolveBooleanEvaluation(flagKey: string, defaultValue: boolean, context: EvaluationContext): Promise<ResolutionDetails<boolean>> {
+  async resolveBooleanEvaluation(
+    flagKey: string,
+    defaultValue: boolean,
+    context: EvaluationContext,
+  ): Promise<ResolutionDetails<boolean>> {
     return this.resolve('boolean', flagKey, defaultValue, context);
   }
 
-  async resolveStringEvaluation(flagKey: string, defaultValue: string, context: EvaluationContext): Promise<ResolutionDetails<string>> {
+  async resolveStringEvaluation(
+    flagKey: string,
+    defaultValue: string,
+    context: EvaluationContext,
+  ): Promise<ResolutionDetails<string>> {
     return this.resolve('string', flagKey, defaultValue, context);
   }
 
-  async resolveNumberEvaluation(flagKey: string, defaultValue: number, context: EvaluationContext): Promise<ResolutionDetails<number>> {
+  async resolveNumberEvaluation(
+    flagKey: string,
+    defaultValue: number,
+    context: EvaluationContext,
+  ): Promise<ResolutionDetails<number>> {
     return this.resolve('number', flagKey, defaultValue, context);
   }
 
-  async resolveObjectEvaluation<T extends OfJsonValue>(flagKey: string, defaultValue: T, context: EvaluationContext): Promise<ResolutionDetails<T>> {
+  async resolveObjectEvaluation<T extends OfJsonValue>(
+    flagKey: string,
+    defaultValue: T,
+    context: EvaluationContext,
+  ): Promise<ResolutionDetails<T>> {
     return this.resolve('object', flagKey, defaultValue, context);
   }
 }

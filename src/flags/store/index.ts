@@ -14,7 +14,11 @@ export { openPostgresStore } from './postgres.js';
 
 export const defaultSqlitePath = './data/flags.db';
 
-export async function openStoreFromEnv(env: NodeJS.ProcessEnv, logger?: Logger, limits?: Partial<StoreLimits>): Promise<FlagStore> {
+export async function openStoreFromEnv(
+  env: NodeJS.ProcessEnv,
+  logger?: Logger,
+  limits?: Partial<StoreLimits>,
+): Promise<FlagStore> {
   const url = env['DATABASE_URL'];
   if (url !== undefined && url !== '') {
     return openPostgresStore(url, logger ? { logger, ...(limits ? { limits } : {}) } : limits ? { limits } : {});

@@ -70,11 +70,22 @@ function docOrNull(v: Flag | Segment | null): string | null {
 }
 
 function toEnv(r: Row): EnvironmentInfo {
-  return { projectKey: str(r['project_key']), key: str(r['key']), sdkKey: str(r['sdk_key']), createdAt: str(r['created_at']) };
+  return {
+    projectKey: str(r['project_key']),
+    key: str(r['key']),
+    sdkKey: str(r['sdk_key']),
+    createdAt: str(r['created_at']),
+  };
 }
 
 function toUser(r: Row): UserRecord {
-  return { id: str(r['id']), email: str(r['email']), role: str(r['role']) as Role, passwordHash: str(r['password_hash']), createdAt: str(r['created_at']) };
+  return {
+    id: str(r['id']),
+    email: str(r['email']),
+    role: str(r['role']) as Role,
+    passwordHash: str(r['password_hash']),
+    createdAt: str(r['created_at']),
+  };
 }
 
 function toAudit(r: Row): AuditRecord {
@@ -146,7 +157,9 @@ export class SqlFlagStore implements FlagStore {
 
   async listEnvironments(projectKey: string): Promise<EnvironmentInfo[]> {
     const rows = await this.db.read((tx) =>
-      tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE project_key = ? ORDER BY key', [projectKey]),
+      tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE project_key = ? ORDER BY key', [
+        projectKey,
+      ]),
     );
     return rows.map(toEnv);
   }
@@ -156,7 +169,9 @@ export class SqlFlagStore implements FlagStore {
   }
 
   async environmentBySdkKey(sdkKey: string): Promise<EnvironmentInfo | undefined> {
-    const rows = await this.db.read((tx) => tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE sdk_key = ?', [sdkKey]));
+    const rows = await this.db.read((tx) =>
+      tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE sdk_key = ?', [sdkKey]),
+    );
     const r = first(rows);
     return r ? toEnv(r) : undefined;
   }
@@ -169,10 +184,16 @@ export class SqlFlagStore implements FlagStore {
   private async ensureEnv(tx: SqlTx, projectKey: string, envKey: string, at: string): Promise<EnvironmentInfo> {
     await this.ensureProject(tx, projectKey, at);
     await tx.run(
-      'INSERT INTO environments (project_key, key, sdk_key, created_at) VALUES (?, ?, ?, ?) ' + 'ON CONFLICT (project_key, key) DO NOTHING',
+      'INSERT INTO environments (project_key, key, sdk_key, created_at) VALUES (?, ?, ?, ?) ' +
+        'ON CONFLICT (project_key, key) DO NOTHING',
       [projectKey, envKey, this.db.newSdkKey(), at],
     );
-    const r = first(await tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE project_key = ? AND key = ?', [projectKey, envKey]));
+    const r = first(
+      await tx.all('SELECT project_key, key, sdk_key, created_at FROM environments WHERE project_key = ? AND key = ?', [
+        projectKey,
+        envKey,
+      ]),
+    );
     invariant(r, 'environment row exists after insert');
     return toEnv(r);
   }
@@ -185,7 +206,10 @@ export class SqlFlagStore implements FlagStore {
   }
 
   private async liveFlags(tx: SqlTx, projectKey: string, envKey: string): Promise<Flag[]> {
-    const rows = await tx.all('SELECT doc FROM flags WHERE project_key = ? AND env_key = ? AND deleted = 0 ORDER BY key', [projectKey, envKey]);
+    const rows = await tx.all(
+      'SELECT doc FROM flags WHERE project_key = ? AND env_key = ? AND deleted = 0 ORDER BY key',
+      [projectKey, envKey],
+    );
     return rows.map((r) => parseDoc<Flag>(r['doc']) as Flag);
   }
 
@@ -194,16 +218,38 @@ export class SqlFlagStore implements FlagStore {
     return row && !row.deleted ? row.doc : undefined;
   }
 
-  private async flagRow(tx: SqlTx, projectKey: string, envKey: string, key: string): Promise<Tombstoned<Flag> | undefined> {
-    const r = first(await tx.all('SELECT version, deleted, doc FROM flags WHERE project_key = ? AND env_key = ? AND key = ?', [projectKey, envKey, key]));
+  private async flagRow(
+    tx: SqlTx,
+    projectKey: string,
+    envKey: string,
+    key: string,
+  ): Promise<Tombstoned<Flag> | undefined> {
+    const r = first(
+      await tx.all('SELECT version, deleted, doc FROM flags WHERE project_key = ? AND env_key = ? AND key = ?', [
+        projectKey,
+        envKey,
+        key,
+      ]),
+    );
     if (!r) return undefined;
     return { version: num(r['version']), deleted: num(r['deleted']) !== 0, doc: parseDoc<Flag>(r['doc']) as Flag };
   }
 
-  async createFlag(projectKey: string, envKey: string, def: FlagDefinition, meta: WriteMeta, check?: FlagWriteCheck): Promise<WriteResult<Flag>> {
+  async createFlag(
+    projectKey: string,
+    envKey: string,
+    def: FlagDefinition,
+    meta: WriteMeta,
+    check?: FlagWriteCheck,
+  ): Promise<WriteResult<Flag>> {
     return this.db.write(async (tx) => {
       const row = await this.flagRow(tx, projectKey, envKey, def.key);
-      if (row && !row.deleted) return { ok: false, code: 'duplicate', message: `flag ${JSON.stringify(def.key)} already exists in ${projectKey}/${envKey}` };
+      if (row && !row.deleted)
+        return {
+          ok: false,
+          code: 'duplicate',
+          message: `flag ${JSON.stringify(def.key)} already exists in ${projectKey}/${envKey}`,
+        };
       const invalid = await this.runCheck(tx, projectKey, envKey, def, check);
       if (invalid) return invalid;
       // A re-created key continues after its tombstone: versions only increase.
@@ -211,24 +257,60 @@ export class SqlFlagStore implements FlagStore {
       const flag = stampFlag(def, version, meta.at, meta.at);
       await this.ensureEnv(tx, projectKey, envKey, meta.at);
       await this.putFlagRow(tx, projectKey, envKey, def.key, version, false, flag);
-      await this.record(tx, { projectKey, envKey, resource: 'flag', action: 'create', key: def.key, version, before: null, after: flag, meta });
+      await this.record(tx, {
+        projectKey,
+        envKey,
+        resource: 'flag',
+        action: 'create',
+        key: def.key,
+        version,
+        before: null,
+        after: flag,
+        meta,
+      });
       return { ok: true, value: flag };
     });
   }
 
-  async replaceFlag(projectKey: string, envKey: string, def: FlagDefinition, meta: WriteMeta, check?: FlagWriteCheck): Promise<WriteResult<Flag>> {
+  async replaceFlag(
+    projectKey: string,
+    envKey: string,
+    def: FlagDefinition,
+    meta: WriteMeta,
+    check?: FlagWriteCheck,
+  ): Promise<WriteResult<Flag>> {
     return this.db.write(async (tx) => {
       const row = await this.flagRow(tx, projectKey, envKey, def.key);
-      if (!row || row.deleted) return { ok: false, code: 'not_found', message: `flag ${JSON.stringify(def.key)} not found in ${projectKey}/${envKey}` };
+      if (!row || row.deleted)
+        return {
+          ok: false,
+          code: 'not_found',
+          message: `flag ${JSON.stringify(def.key)} not found in ${projectKey}/${envKey}`,
+        };
       if (meta.ifVersion !== undefined && meta.ifVersion !== row.version) {
-        return { ok: false, code: 'version_mismatch', message: `flag ${JSON.stringify(def.key)} is at version ${row.version}, not ${meta.ifVersion}`, currentVersion: row.version };
+        return {
+          ok: false,
+          code: 'version_mismatch',
+          message: `flag ${JSON.stringify(def.key)} is at version ${row.version}, not ${meta.ifVersion}`,
+          currentVersion: row.version,
+        };
       }
       const invalid = await this.runCheck(tx, projectKey, envKey, def, check);
       if (invalid) return invalid;
       const version = row.version + 1;
       const flag = stampFlag(def, version, row.doc.createdAt, meta.at);
       await this.putFlagRow(tx, projectKey, envKey, def.key, version, false, flag);
-      await this.record(tx, { projectKey, envKey, resource: 'flag', action: 'update', key: def.key, version, before: row.doc, after: flag, meta });
+      await this.record(tx, {
+        projectKey,
+        envKey,
+        resource: 'flag',
+        action: 'update',
+        key: def.key,
+        version,
+        before: row.doc,
+        after: flag,
+        meta,
+      });
       return { ok: true, value: flag };
     });
   }
@@ -236,26 +318,60 @@ export class SqlFlagStore implements FlagStore {
   async deleteFlag(projectKey: string, envKey: string, key: string, meta: WriteMeta): Promise<WriteResult<Flag>> {
     return this.db.write(async (tx) => {
       const row = await this.flagRow(tx, projectKey, envKey, key);
-      if (!row || row.deleted) return { ok: false, code: 'not_found', message: `flag ${JSON.stringify(key)} not found in ${projectKey}/${envKey}` };
+      if (!row || row.deleted)
+        return {
+          ok: false,
+          code: 'not_found',
+          message: `flag ${JSON.stringify(key)} not found in ${projectKey}/${envKey}`,
+        };
       if (meta.ifVersion !== undefined && meta.ifVersion !== row.version) {
-        return { ok: false, code: 'version_mismatch', message: `flag ${JSON.stringify(key)} is at version ${row.version}, not ${meta.ifVersion}`, currentVersion: row.version };
+        return {
+          ok: false,
+          code: 'version_mismatch',
+          message: `flag ${JSON.stringify(key)} is at version ${row.version}, not ${meta.ifVersion}`,
+          currentVersion: row.version,
+        };
       }
       // The tombstone keeps the last definition and takes the next version (the delete event's).
       const version = row.version + 1;
       await this.putFlagRow(tx, projectKey, envKey, key, version, true, row.doc);
-      await this.record(tx, { projectKey, envKey, resource: 'flag', action: 'delete', key, version, before: row.doc, after: null, meta });
+      await this.record(tx, {
+        projectKey,
+        envKey,
+        resource: 'flag',
+        action: 'delete',
+        key,
+        version,
+        before: row.doc,
+        after: null,
+        meta,
+      });
       return { ok: true, value: row.doc };
     });
   }
 
-  private async runCheck(tx: SqlTx, projectKey: string, envKey: string, def: FlagDefinition, check?: FlagWriteCheck): Promise<WriteResult<never> | undefined> {
+  private async runCheck(
+    tx: SqlTx,
+    projectKey: string,
+    envKey: string,
+    def: FlagDefinition,
+    check?: FlagWriteCheck,
+  ): Promise<WriteResult<never> | undefined> {
     if (!check) return undefined;
     const others = (await this.liveFlags(tx, projectKey, envKey)).filter((f) => f.key !== def.key);
     const problem = check(def, others);
     return problem ? { ok: false, code: 'invalid', message: problem.message, field: problem.field } : undefined;
   }
 
-  private async putFlagRow(tx: SqlTx, projectKey: string, envKey: string, key: string, version: number, deleted: boolean, doc: Flag): Promise<void> {
+  private async putFlagRow(
+    tx: SqlTx,
+    projectKey: string,
+    envKey: string,
+    key: string,
+    version: number,
+    deleted: boolean,
+    doc: Flag,
+  ): Promise<void> {
     await tx.run(
       `INSERT INTO flags (project_key, env_key, key, version, deleted, doc) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (project_key, env_key, key)
@@ -271,7 +387,9 @@ export class SqlFlagStore implements FlagStore {
   }
 
   private async liveSegments(tx: SqlTx, projectKey: string): Promise<Segment[]> {
-    const rows = await tx.all('SELECT doc FROM segments WHERE project_key = ? AND deleted = 0 ORDER BY key', [projectKey]);
+    const rows = await tx.all('SELECT doc FROM segments WHERE project_key = ? AND deleted = 0 ORDER BY key', [
+      projectKey,
+    ]);
     return rows.map((r) => parseDoc<Segment>(r['doc']) as Segment);
   }
 
@@ -281,17 +399,37 @@ export class SqlFlagStore implements FlagStore {
   }
 
   private async segmentRow(tx: SqlTx, projectKey: string, key: string): Promise<Tombstoned<Segment> | undefined> {
-    const r = first(await tx.all('SELECT version, deleted, doc FROM segments WHERE project_key = ? AND key = ?', [projectKey, key]));
+    const r = first(
+      await tx.all('SELECT version, deleted, doc FROM segments WHERE project_key = ? AND key = ?', [projectKey, key]),
+    );
     if (!r) return undefined;
-    return { version: num(r['version']), deleted: num(r['deleted']) !== 0, doc: parseDoc<Segment>(r['doc']) as Segment };
+    return {
+      version: num(r['version']),
+      deleted: num(r['deleted']) !== 0,
+      doc: parseDoc<Segment>(r['doc']) as Segment,
+    };
   }
 
-  async createSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta, check?: SegmentWriteCheck): Promise<WriteResult<Segment>> {
+  async createSegment(
+    projectKey: string,
+    def: SegmentDefinition,
+    meta: WriteMeta,
+    check?: SegmentWriteCheck,
+  ): Promise<WriteResult<Segment>> {
     return this.db.write(async (tx) => {
       const row = await this.segmentRow(tx, projectKey, def.key);
-      if (row && !row.deleted) return { ok: false, code: 'duplicate', message: `segment ${JSON.stringify(def.key)} already exists in project ${projectKey}` };
+      if (row && !row.deleted)
+        return {
+          ok: false,
+          code: 'duplicate',
+          message: `segment ${JSON.stringify(def.key)} already exists in project ${projectKey}`,
+        };
       if (check) {
-        const live = num(first(await tx.all('SELECT COUNT(*) AS n FROM segments WHERE project_key = ? AND deleted = 0', [projectKey]))?.['n']);
+        const live = num(
+          first(
+            await tx.all('SELECT COUNT(*) AS n FROM segments WHERE project_key = ? AND deleted = 0', [projectKey]),
+          )?.['n'],
+        );
         const problem = check(def, live);
         if (problem) return { ok: false, code: 'invalid', message: problem.message, field: problem.field };
       }
@@ -299,7 +437,17 @@ export class SqlFlagStore implements FlagStore {
       const segment = stampSegment(def, version, meta.at, meta.at);
       await this.ensureProject(tx, projectKey, meta.at);
       await this.putSegmentRow(tx, projectKey, def.key, version, false, segment);
-      await this.record(tx, { projectKey, envKey: null, resource: 'segment', action: 'create', key: def.key, version, before: null, after: segment, meta });
+      await this.record(tx, {
+        projectKey,
+        envKey: null,
+        resource: 'segment',
+        action: 'create',
+        key: def.key,
+        version,
+        before: null,
+        after: segment,
+        meta,
+      });
       return { ok: true, value: segment };
     });
   }
@@ -307,14 +455,34 @@ export class SqlFlagStore implements FlagStore {
   async replaceSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta): Promise<WriteResult<Segment>> {
     return this.db.write(async (tx) => {
       const row = await this.segmentRow(tx, projectKey, def.key);
-      if (!row || row.deleted) return { ok: false, code: 'not_found', message: `segment ${JSON.stringify(def.key)} not found in project ${projectKey}` };
+      if (!row || row.deleted)
+        return {
+          ok: false,
+          code: 'not_found',
+          message: `segment ${JSON.stringify(def.key)} not found in project ${projectKey}`,
+        };
       if (meta.ifVersion !== undefined && meta.ifVersion !== row.version) {
-        return { ok: false, code: 'version_mismatch', message: `segment ${JSON.stringify(def.key)} is at version ${row.version}, not ${meta.ifVersion}`, currentVersion: row.version };
+        return {
+          ok: false,
+          code: 'version_mismatch',
+          message: `segment ${JSON.stringify(def.key)} is at version ${row.version}, not ${meta.ifVersion}`,
+          currentVersion: row.version,
+        };
       }
       const version = row.version + 1;
       const segment = stampSegment(def, version, row.doc.createdAt, meta.at);
       await this.putSegmentRow(tx, projectKey, def.key, version, false, segment);
-      await this.record(tx, { projectKey, envKey: null, resource: 'segment', action: 'update', key: def.key, version, before: row.doc, after: segment, meta });
+      await this.record(tx, {
+        projectKey,
+        envKey: null,
+        resource: 'segment',
+        action: 'update',
+        key: def.key,
+        version,
+        before: row.doc,
+        after: segment,
+        meta,
+      });
       return { ok: true, value: segment };
     });
   }
@@ -322,19 +490,46 @@ export class SqlFlagStore implements FlagStore {
   async deleteSegment(projectKey: string, key: string, meta: WriteMeta): Promise<WriteResult<Segment>> {
     return this.db.write(async (tx) => {
       const row = await this.segmentRow(tx, projectKey, key);
-      if (!row || row.deleted) return { ok: false, code: 'not_found', message: `segment ${JSON.stringify(key)} not found in project ${projectKey}` };
+      if (!row || row.deleted)
+        return {
+          ok: false,
+          code: 'not_found',
+          message: `segment ${JSON.stringify(key)} not found in project ${projectKey}`,
+        };
       if (meta.ifVersion !== undefined && meta.ifVersion !== row.version) {
-        return { ok: false, code: 'version_mismatch', message: `segment ${JSON.stringify(key)} is at version ${row.version}, not ${meta.ifVersion}`, currentVersion: row.version };
+        return {
+          ok: false,
+          code: 'version_mismatch',
+          message: `segment ${JSON.stringify(key)} is at version ${row.version}, not ${meta.ifVersion}`,
+          currentVersion: row.version,
+        };
       }
       // Flags whose rules reference the segment are left as they are (spec: deletion is allowed).
       const version = row.version + 1;
       await this.putSegmentRow(tx, projectKey, key, version, true, row.doc);
-      await this.record(tx, { projectKey, envKey: null, resource: 'segment', action: 'delete', key, version, before: row.doc, after: null, meta });
+      await this.record(tx, {
+        projectKey,
+        envKey: null,
+        resource: 'segment',
+        action: 'delete',
+        key,
+        version,
+        before: row.doc,
+        after: null,
+        meta,
+      });
       return { ok: true, value: row.doc };
     });
   }
 
-  private async putSegmentRow(tx: SqlTx, projectKey: string, key: string, version: number, deleted: boolean, doc: Segment): Promise<void> {
+  private async putSegmentRow(
+    tx: SqlTx,
+    projectKey: string,
+    key: string,
+    version: number,
+    deleted: boolean,
+    doc: Segment,
+  ): Promise<void> {
     await tx.run(
       `INSERT INTO segments (project_key, key, version, deleted, doc) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (project_key, key)
@@ -348,17 +543,39 @@ export class SqlFlagStore implements FlagStore {
   /** One audit record and one change-feed entry per write, in the write's transaction. */
   private async record(
     tx: SqlTx,
-    w: { projectKey: string; envKey: string | null; resource: ResourceKind; action: AuditAction; key: string; version: number; before: Flag | Segment | null; after: Flag | Segment | null; meta: WriteMeta },
+    w: {
+      projectKey: string;
+      envKey: string | null;
+      resource: ResourceKind;
+      action: AuditAction;
+      key: string;
+      version: number;
+      before: Flag | Segment | null;
+      after: Flag | Segment | null;
+      meta: WriteMeta;
+    },
   ): Promise<void> {
     await tx.run(
       `INSERT INTO audit
        (project_key, env_key, actor, action, resource, resource_key, version, before_doc, after_doc, at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [w.projectKey, w.envKey, w.meta.actor, w.action, w.resource, w.key, w.version, docOrNull(w.before), docOrNull(w.after), w.meta.at],
+      [
+        w.projectKey,
+        w.envKey,
+        w.meta.actor,
+        w.action,
+        w.resource,
+        w.key,
+        w.version,
+        docOrNull(w.before),
+        docOrNull(w.after),
+        w.meta.at,
+      ],
     );
     const op = w.action === 'delete' ? 'delete' : 'upsert';
     const rows = await tx.all(
-      'INSERT INTO changes (project_key, env_key, resource, op, key, version, doc) VALUES ' + '(?, ?, ?, ?, ?, ?, ?) RETURNING seq',
+      'INSERT INTO changes (project_key, env_key, resource, op, key, version, doc) VALUES ' +
+        '(?, ?, ?, ?, ?, ?, ?) RETURNING seq',
       [w.projectKey, w.envKey, w.resource, op, w.key, w.version, docOrNull(w.after)],
     );
     const seq = num(first(rows)?.['seq']);
@@ -369,11 +586,21 @@ export class SqlFlagStore implements FlagStore {
   /** Retention caps: audit per project, and the change feed (which readers consume within seconds). */
   private async prune(tx: SqlTx, projectKey: string, seq: number): Promise<void> {
     const auditCap = this.limits.auditRecordsPerProjectMax;
-    const cut = first(await tx.all('SELECT id FROM audit WHERE project_key = ? ORDER BY id DESC LIMIT 1 OFFSET ?', [projectKey, auditCap]));
-    if (cut) this.stats.auditPruned += await tx.run('DELETE FROM audit WHERE project_key = ? AND id <= ?', [projectKey, num(cut['id'])]);
+    const cut = first(
+      await tx.all('SELECT id FROM audit WHERE project_key = ? ORDER BY id DESC LIMIT 1 OFFSET ?', [
+        projectKey,
+        auditCap,
+      ]),
+    );
+    if (cut)
+      this.stats.auditPruned += await tx.run('DELETE FROM audit WHERE project_key = ? AND id <= ?', [
+        projectKey,
+        num(cut['id']),
+      ]);
     // The change feed is trimmed in steps, not on every write.
     const feedCap = this.limits.changeFeedRowsMax;
-    if (seq % 64 === 0 && seq > feedCap) this.stats.changesPruned += await tx.run('DELETE FROM changes WHERE seq <= ?', [seq - feedCap]);
+    if (seq % 64 === 0 && seq > feedCap)
+      this.stats.changesPruned += await tx.run('DELETE FROM changes WHERE seq <= ?', [seq - feedCap]);
   }
 
   async listAudit(projectKey: string, limit: number): Promise<AuditRecord[]> {
@@ -409,7 +636,11 @@ export class SqlFlagStore implements FlagStore {
 
   async changesSince(after: number, limit: number): Promise<Change[]> {
     const rows = await this.db.read((tx) =>
-      tx.all('SELECT seq, project_key, env_key, resource, op, key, version, doc FROM changes WHERE ' + 'seq > ? ORDER BY seq LIMIT ?', [after, limit]),
+      tx.all(
+        'SELECT seq, project_key, env_key, resource, op, key, version, doc FROM changes WHERE ' +
+          'seq > ? ORDER BY seq LIMIT ?',
+        [after, limit],
+      ),
     );
     return rows.map(toChange);
   }
@@ -426,17 +657,27 @@ export class SqlFlagStore implements FlagStore {
   }
 
   async listUsers(): Promise<UserRecord[]> {
-    const rows = await this.db.read((tx) => tx.all('SELECT id, email, role, password_hash, created_at FROM users ORDER BY created_at, email'));
+    const rows = await this.db.read((tx) =>
+      tx.all('SELECT id, email, role, password_hash, created_at FROM users ORDER BY created_at, email'),
+    );
     return rows.map(toUser);
   }
 
   async getUserByEmail(email: string): Promise<UserRecord | undefined> {
-    const r = first(await this.db.read((tx) => tx.all('SELECT id, email, role, password_hash, created_at FROM users WHERE email = ?', [email.toLowerCase()])));
+    const r = first(
+      await this.db.read((tx) =>
+        tx.all('SELECT id, email, role, password_hash, created_at FROM users WHERE email = ?', [email.toLowerCase()]),
+      ),
+    );
     return r ? toUser(r) : undefined;
   }
 
   async getUserById(id: string): Promise<UserRecord | undefined> {
-    const r = first(await this.db.read((tx) => tx.all('SELECT id, email, role, password_hash, created_at FROM users WHERE id = ?', [id])));
+    const r = first(
+      await this.db.read((tx) =>
+        tx.all('SELECT id, email, role, password_hash, created_at FROM users WHERE id = ?', [id]),
+      ),
+    );
     return r ? toUser(r) : undefined;
   }
 
@@ -444,17 +685,23 @@ export class SqlFlagStore implements FlagStore {
     const email = user.email.toLowerCase();
     return this.db.write(async (tx) => {
       const n = await tx.run(
-        'INSERT INTO users (id, email, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?) ' + 'ON CONFLICT (email) DO NOTHING',
+        'INSERT INTO users (id, email, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?) ' +
+          'ON CONFLICT (email) DO NOTHING',
         [user.id, email, user.role, user.passwordHash, user.createdAt],
       );
-      if (n === 0) return { ok: false, code: 'duplicate', message: `a user with email ${JSON.stringify(email)} already exists` };
+      if (n === 0)
+        return { ok: false, code: 'duplicate', message: `a user with email ${JSON.stringify(email)} already exists` };
       return { ok: true, value: { ...user, email } };
     });
   }
 
   async saveRefreshToken(tokenHash: string, userId: string, expiresAt: string, now: string): Promise<void> {
     await this.db.write(async (tx) => {
-      await tx.run('INSERT INTO refresh_tokens (token_hash, user_id, expires_at) VALUES (?, ?, ?)', [tokenHash, userId, expiresAt]);
+      await tx.run('INSERT INTO refresh_tokens (token_hash, user_id, expires_at) VALUES (?, ?, ?)', [
+        tokenHash,
+        userId,
+        expiresAt,
+      ]);
       // Expired tokens are swept as new ones arrive, so the table stays bounded by live sessions.
       await tx.run('DELETE FROM refresh_tokens WHERE expires_at <= ?', [now]);
     });
@@ -462,7 +709,9 @@ export class SqlFlagStore implements FlagStore {
 
   async consumeRefreshToken(tokenHash: string, now: string): Promise<string | undefined> {
     return this.db.write(async (tx) => {
-      const r = first(await tx.all('DELETE FROM refresh_tokens WHERE token_hash = ? RETURNING user_id, expires_at', [tokenHash]));
+      const r = first(
+        await tx.all('DELETE FROM refresh_tokens WHERE token_hash = ? RETURNING user_id, expires_at', [tokenHash]),
+      );
       if (!r) return undefined;
       return str(r['expires_at']) > now ? str(r['user_id']) : undefined;
     });

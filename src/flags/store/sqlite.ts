@@ -72,7 +72,10 @@ class SqliteDriver implements SqlDriver {
   private closed = false;
   private readonly tx: SqlTx;
 
-  constructor(file: string, readonly newSdkKey: () => string) {
+  constructor(
+    file: string,
+    readonly newSdkKey: () => string,
+  ) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');

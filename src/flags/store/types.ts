@@ -118,13 +118,30 @@ export interface FlagStore {
 
   listFlags(projectKey: string, envKey: string): Promise<Flag[]>;
   getFlag(projectKey: string, envKey: string, key: string): Promise<Flag | undefined>;
-  createFlag(projectKey: string, envKey: string, def: FlagDefinition, meta: WriteMeta, check?: FlagWriteCheck): Promise<WriteResult<Flag>>;
-  replaceFlag(projectKey: string, envKey: string, def: FlagDefinition, meta: WriteMeta, check?: FlagWriteCheck): Promise<WriteResult<Flag>>;
+  createFlag(
+    projectKey: string,
+    envKey: string,
+    def: FlagDefinition,
+    meta: WriteMeta,
+    check?: FlagWriteCheck,
+  ): Promise<WriteResult<Flag>>;
+  replaceFlag(
+    projectKey: string,
+    envKey: string,
+    def: FlagDefinition,
+    meta: WriteMeta,
+    check?: FlagWriteCheck,
+  ): Promise<WriteResult<Flag>>;
   deleteFlag(projectKey: string, envKey: string, key: string, meta: WriteMeta): Promise<WriteResult<Flag>>;
 
   listSegments(projectKey: string): Promise<Segment[]>;
   getSegment(projectKey: string, key: string): Promise<Segment | undefined>;
-  createSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta, check?: SegmentWriteCheck): Promise<WriteResult<Segment>>;
+  createSegment(
+    projectKey: string,
+    def: SegmentDefinition,
+    meta: WriteMeta,
+    check?: SegmentWriteCheck,
+  ): Promise<WriteResult<Segment>>;
   replaceSegment(projectKey: string, def: SegmentDefinition, meta: WriteMeta): Promise<WriteResult<Segment>>;
   deleteSegment(projectKey: string, key: string, meta: WriteMeta): Promise<WriteResult<Segment>>;
 

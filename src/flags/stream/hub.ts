@@ -14,8 +14,13 @@ import type { ServerStream } from '../../http/index.js';
 import type { Change, EnvironmentInfo } from '../store/types.js';
 import type { EnvState, Replica } from './replica.js';
 import {
-  sseClientBufferBytesDefault, sseClientsMaxDefault, sseDrainTimeoutMsDefault, sseHeartbeatMsDefault, sseReplayLogBytesMaxDefault,
-  sseReplayLogEntriesMaxDefault, sseRetryMs,
+  sseClientBufferBytesDefault,
+  sseClientsMaxDefault,
+  sseDrainTimeoutMsDefault,
+  sseHeartbeatMsDefault,
+  sseReplayLogBytesMaxDefault,
+  sseReplayLogEntriesMaxDefault,
+  sseRetryMs,
 } from '../limits.js';
 
 export interface StreamLimits {
@@ -94,7 +99,16 @@ export class StreamHub {
   private floor: number;
   private readonly putCache = new WeakMap<EnvState, { revision: number; id: number; frame: Buffer }>();
   private readonly heartbeat: NodeJS.Timeout | undefined;
-  readonly stats: StreamStats = { connects: 0, resumedFromLog: 0, freshPuts: 0, eventsSent: 0, slowDisconnects: 0, replayLogEvicted: 0, refusedOverCap: 0, unservable: 0 };
+  readonly stats: StreamStats = {
+    connects: 0,
+    resumedFromLog: 0,
+    freshPuts: 0,
+    eventsSent: 0,
+    slowDisconnects: 0,
+    replayLogEvicted: 0,
+    refusedOverCap: 0,
+    unservable: 0,
+  };
 
   constructor(
     private readonly replica: Replica,
@@ -155,7 +169,8 @@ export class StreamHub {
       this.remove(client);
     });
     let mode: 'put' | 'replay';
-    const missed = resumable && (lastEventId as number) >= this.floor ? this.missedSince(env, lastEventId as number) : undefined;
+    const missed =
+      resumable && (lastEventId as number) >= this.floor ? this.missedSince(env, lastEventId as number) : undefined;
     if (missed) {
       // One chunk made of the shared frames: the adapter sends it with back-pressure like a put,
       // rather than counting hundreds of queued frames against the client's buffer before it had
@@ -208,7 +223,10 @@ export class StreamHub {
     if (cached && cached.revision === state.revision && cached.id === id) return cached.frame;
     let json: string;
     try {
-      json = JSON.stringify({ path: '/', data: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) } });
+      json = JSON.stringify({
+        path: '/',
+        data: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) },
+      });
     } catch {
       json = this.putJsonWithoutUnservable(state);
     }
@@ -256,7 +274,11 @@ export class StreamHub {
       f = Buffer.from(changeFrame(c));
     } catch (err) {
       this.stats.unservable++;
-      this.onUnservable(`${c.resource} ${c.projectKey}/${c.environmentKey ?? '*'}/${c.key} version ` + `${c.version} not sent to SSE clients`, err);
+      this.onUnservable(
+        `${c.resource} ${c.projectKey}/${c.environmentKey ?? '*'}/${c.key} version ` +
+          `${c.version} not sent to SSE clients`,
+        err,
+      );
       return;
     }
     this.append({ seq: c.seq, projectKey: c.projectKey, envKey: c.environmentKey, frame: f });
@@ -283,7 +305,10 @@ export class StreamHub {
     this.log.push(e);
     this.logBytes += e.frame.length;
     const { replayLogEntriesMax, replayLogBytesMax } = this.limits;
-    while (this.log.length - this.logStart > replayLogEntriesMax || (this.logBytes > replayLogBytesMax && this.log.length - this.logStart > 1)) {
+    while (
+      this.log.length - this.logStart > replayLogEntriesMax ||
+      (this.logBytes > replayLogBytesMax && this.log.length - this.logStart > 1)
+    ) {
       const old = this.log[this.logStart] as LogEntry;
       this.log[this.logStart] = undefined as unknown as LogEntry;
       this.floor = old.seq;

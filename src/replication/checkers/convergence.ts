@@ -40,7 +40,6 @@ export interface Comparison {
   divergedTotal: number;
 }
 
-
 export function cellOf(v: Version | undefined): { state: CellState; value: string | null } {
   if (v === undefined) return { state: 'absent', value: null };
   return v.tombstone ? { state: 'tombstone', value: null } : { state: 'value', value: v.value };
@@ -67,7 +66,11 @@ export function allKeys(replicas: readonly ReplicaStore[]): string[] {
 }
 
 /** Compares every key across the replicas that must hold it; a key two holders disagree on diverged. */
-export function compareReplicas(replicas: readonly ReplicaStore[], placement: Placement, listMax = divergedKeysListedMax): Comparison {
+export function compareReplicas(
+  replicas: readonly ReplicaStore[],
+  placement: Placement,
+  listMax = divergedKeysListedMax,
+): Comparison {
   const byNode = new Map(replicas.map((r) => [r.node, r.store]));
   const online = replicas.map((r) => r.node);
   const keys = allKeys(replicas);
@@ -160,7 +163,11 @@ export interface MerkleRound {
  * (the leader, else the first online node); on a ring every pair of replicas over the keys both
  * must hold (what the leaderless core's own exchange compares).
  */
-export function merkleRound(replicas: readonly ReplicaStore[], placement: Placement, reference: NodeId | undefined): MerkleRound {
+export function merkleRound(
+  replicas: readonly ReplicaStore[],
+  placement: Placement,
+  reference: NodeId | undefined,
+): MerkleRound {
   const out: MerkleRound = { pairs: 0, nodesCompared: 0, divergentLeaves: 0, pairsDiverged: 0 };
   const add = (d: TreeDiff): void => {
     out.pairs++;

@@ -155,7 +155,8 @@ export function linearizabilityReport(
   const notes: string[] = [];
   if (dropped > 0) {
     notes.push(
-      `history truncated: the oldest ${dropped} operations fell off the cap; ${converted.synthetic} unknown-outcome writes stand in for them, so a violation involving them can go unseen`,
+      `history truncated: the oldest ${dropped} operations fell off the cap; ${converted.synthetic} ` +
+        'unknown-outcome writes stand in for them, so a violation involving them can go unseen',
     );
   }
   const base = {
@@ -166,7 +167,8 @@ export function linearizabilityReport(
     history_dropped: dropped,
     elapsed_ms: Math.round(elapsedMs),
   };
-  const withNote = <T extends object>(r: T): T & { note?: string } => (notes.length > 0 ? { ...r, note: notes.join('; ') } : r);
+  const withNote = <T extends object>(r: T): T & { note?: string } =>
+    notes.length > 0 ? { ...r, note: notes.join('; ') } : r;
   switch (result.verdict) {
     case 'linearizable':
       if (recorded === 0) notes.push('no client operations recorded yet: an empty history is trivially linearizable');
@@ -186,11 +188,12 @@ export function linearizabilityReport(
       return withNote({ ...base, linearizable: false, verdict: 'not-linearizable' as const, violation });
     }
     case 'unknown': {
-      const why = result.reason === 'timeout'
-        ? 'verdict unknown: the time budget ran out'
-        : result.reason === 'limit'
-          ? 'verdict unknown: the search hit its limit'
-          : 'verdict unknown: the history could not be checked';
+      const why =
+        result.reason === 'timeout'
+          ? 'verdict unknown: the time budget ran out'
+          : result.reason === 'limit'
+            ? 'verdict unknown: the search hit its limit'
+            : 'verdict unknown: the history could not be checked';
       notes.unshift(`${why} (${result.note})`);
       return withNote({ ...base, linearizable: null, verdict: 'unknown' as const });
     }

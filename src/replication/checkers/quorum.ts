@@ -32,16 +32,23 @@ export function quorumOverlap(config: ClusterConfig, nodeCount: number): QuorumO
     case 'leaderless': {
       const { quorum_n: n, quorum_w: w, quorum_r: r } = config;
       const ok = w + r > n;
-      const regional = config.regions > 1 && config.consistency_level !== 'quorum'
-        ? ` With consistency_level ${config.consistency_level} each region's quorums are ceil(W·m/N) and ceil(R·m/N) of its m replicas, which still overlap within the region.`
-        : '';
+      const regional =
+        config.regions > 1 && config.consistency_level !== 'quorum'
+          ? ` With consistency_level ${config.consistency_level} each region's quorums are ` +
+            'ceil(W·m/N) and ceil(R·m/N) ' +
+            'of its m replicas, which still overlap within the region.'
+          : '';
       const sloppy = config.sloppy_quorum
-        ? ' Sloppy quorums are on: while a replica is down its writes are held by stand-ins, and a read may miss them until hinted handoff delivers them.'
+        ? ' Sloppy quorums are on: while a replica is down its writes are held by stand-ins, and ' +
+          'a read may miss them ' +
+          'until hinted handoff delivers them.'
         : '';
       return {
         ok,
         applies: true,
-        detail: `leaderless N=${n} W=${w} R=${r}: W + R ${ok ? '>' : '<='} N, so read and write quorums ${ok ? 'always' : 'need not'} overlap.${regional}${sloppy}`,
+        detail:
+          `leaderless N=${n} W=${w} R=${r}: W + R ${ok ? '>' : '<='} N, so read and write quorums ` +
+          `${ok ? 'always' : 'need not'} overlap.${regional}${sloppy}`,
       };
     }
     case 'raft': {
@@ -49,22 +56,35 @@ export function quorumOverlap(config: ClusterConfig, nodeCount: number): QuorumO
       return {
         ok: true,
         applies: true,
-        detail: `raft with ${nodeCount} voters: commit and election quorums are majorities of ${majority}, and 2·${majority} > ${nodeCount}, so any two overlap.`,
+        detail:
+          `raft with ${nodeCount} voters: commit and election quorums are majorities of ` +
+          `${majority}, and 2·${majority} ` +
+          `> ${nodeCount}, so any two overlap.`,
       };
     }
     case 'single_leader': {
-      const w = config.replication_mode === 'sync' ? nodeCount : config.replication_mode === 'semi_sync' ? Math.min(2, nodeCount) : 1;
+      const w =
+        config.replication_mode === 'sync'
+          ? nodeCount
+          : config.replication_mode === 'semi_sync'
+            ? Math.min(2, nodeCount)
+            : 1;
       return {
         ok: true,
         applies: false,
-        detail: `single_leader ${config.replication_mode}: a write is acknowledged after ${w} of ${nodeCount} copies and a read asks one node, so only reads at the leader${w === nodeCount ? ' or at any follower' : ''} are guaranteed current; no read quorum is involved.`,
+        detail:
+          `single_leader ${config.replication_mode}: a write is acknowledged after ${w} of ${nodeCount} copies and a ` +
+          `read asks one node, so only reads at the leader${w === nodeCount ? ' or at any follower' : ''} are ` +
+          'guaranteed current; no read quorum is involved.',
       };
     }
     case 'multi_leader':
       return {
         ok: true,
         applies: false,
-        detail: 'multi_leader: every node acknowledges its own writes and answers reads locally (W = R = 1); replicas converge by replication and anti-entropy, not by quorum overlap.',
+        detail:
+          'multi_leader: every node acknowledges its own writes and answers reads locally (W = R = 1); replicas ' +
+          'converge by replication and anti-entropy, not by quorum overlap.',
       };
     default:
       return unreachable(config.strategy);

@@ -28,12 +28,28 @@ import { checkInPool } from '../../checkers/lincheck/pool.js';
 import { toKVEntry, withinMs, type Cluster } from '../cluster.js';
 import { ReplicationError, statusOf } from '../errors.js';
 import type { ControlCommand, ControlResult, NodeId } from '../core.js';
-import { compareReplicas, merkleRound, type Comparison, type DivergedKey, type Placement, type ReplicaStore } from './convergence.js';
+import {
+  compareReplicas,
+  merkleRound,
+  type Comparison,
+  type DivergedKey,
+  type Placement,
+  type ReplicaStore,
+} from './convergence.js';
 import { linearizabilityReport, toLincheckHistory, type LinearizabilityReport } from './linearizability.js';
 import { addNodePlan, quorumOverlap, type Quorum } from './quorum.js';
 import {
-  addNodeDrainMarginMs, addNodeStreamWaitMsMax, antiEntropyExchangeEveryPolls, antiEntropyWaitMsDefault, antiEntropyWaitMsMax,
-  checkerNodeCallDeadlineMs, corruptValueCharsMax, keyCharsMax, lincheckTimeoutMsDefault, lincheckTimeoutMsMax, nodeCountMax,
+  addNodeDrainMarginMs,
+  addNodeStreamWaitMsMax,
+  antiEntropyExchangeEveryPolls,
+  antiEntropyWaitMsDefault,
+  antiEntropyWaitMsMax,
+  checkerNodeCallDeadlineMs,
+  corruptValueCharsMax,
+  keyCharsMax,
+  lincheckTimeoutMsDefault,
+  lincheckTimeoutMsMax,
+  nodeCountMax,
   replicaComparePollMs,
 } from '../limits.js';
 
@@ -68,12 +84,12 @@ export interface ConvergenceReport {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-
 function intParam(req: HttpRequest<unknown>, name: string, dflt: number, min: number, max: number): number {
   const raw = req.query.get(name);
   if (raw === null || raw === '') return dflt;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new HttpError(400, `${name} must be an integer between ${min} and ${max} (got ${JSON.stringify(raw)})`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new HttpError(400, `${name} must be an integer between ${min} and ${max} (got ${JSON.stringify(raw)})`);
   return n;
 }
 
@@ -92,18 +108,20 @@ interface Snapshot {
 /** Every online replica's store; paused, offline and silent nodes are skipped and named. */
 async function snapshot(c: Cluster): Promise<Snapshot> {
   const skipped: string[] = [];
-  const fetched = await Promise.all([...c.nodes.values()].map(async (n) => {
-    if (n.state !== 'online') {
-      skipped.push(`${n.id} (${n.state})`);
-      return undefined;
-    }
-    const store = await withinMs(n.remote.store(), checkerNodeCallDeadlineMs);
-    if (store === undefined) {
-      skipped.push(`${n.id} (no answer within ${checkerNodeCallDeadlineMs} ms)`);
-      return undefined;
-    }
-    return { node: n.id, store };
-  }));
+  const fetched = await Promise.all(
+    [...c.nodes.values()].map(async (n) => {
+      if (n.state !== 'online') {
+        skipped.push(`${n.id} (${n.state})`);
+        return undefined;
+      }
+      const store = await withinMs(n.remote.store(), checkerNodeCallDeadlineMs);
+      if (store === undefined) {
+        skipped.push(`${n.id} (no answer within ${checkerNodeCallDeadlineMs} ms)`);
+        return undefined;
+      }
+      return { node: n.id, store };
+    }),
+  );
   return { replicas: fetched.filter((r): r is ReplicaStore => r !== undefined), skipped: skipped.sort() };
 }
 
@@ -111,7 +129,8 @@ function placementNote(c: Cluster, skipped: readonly string[]): string | undefin
   const notes: string[] = [];
   if (c.config.strategy === 'leaderless') {
     notes.push(
-      `leaderless: a replica stores only the keys of its preference lists, so each key is compared across its N=${c.config.quorum_n} preferred replicas that are online; copies held as hints by stand-ins are not compared`,
+      'leaderless: a replica stores only the keys of its preference lists, so each key is compared across its ' +
+        `N=${c.config.quorum_n} preferred replicas that are online; copies held as hints by stand-ins are not compared`,
     );
   }
   if (skipped.length > 0) notes.push(`not compared: ${skipped.join(', ')}`);
@@ -144,7 +163,9 @@ async function linearizabilityOf(c: Cluster, timeoutMs: number): Promise<Lineari
 }
 
 function describeDiverged(d: DivergedKey): string {
-  const parts = Object.entries(d.states).map(([node, s]) => `${node}=${s === 'value' ? JSON.stringify(d.values[node]) : s}`);
+  const parts = Object.entries(d.states).map(
+    ([node, s]) => `${node}=${s === 'value' ? JSON.stringify(d.values[node]) : s}`,
+  );
   return `${JSON.stringify(d.key)} (${parts.join(', ')})`;
 }
 
@@ -154,11 +175,13 @@ function describeDiverged(d: DivergedKey): string {
  */
 async function controlAll(c: Cluster, cmd: ControlCommand, only: 'online' | 'live' = 'live'): Promise<string[]> {
   const failed: string[] = [];
-  await Promise.all([...c.nodes.values()].map(async (n) => {
-    if (n.state === 'offline' || n.state === 'crashed' || (only === 'online' && n.state !== 'online')) return;
-    const r: ControlResult | undefined = await withinMs(n.remote.control(cmd), checkerNodeCallDeadlineMs);
-    if (!r?.ok) failed.push(`${n.id}: ${r?.error ?? 'no answer'}`);
-  }));
+  await Promise.all(
+    [...c.nodes.values()].map(async (n) => {
+      if (n.state === 'offline' || n.state === 'crashed' || (only === 'online' && n.state !== 'online')) return;
+      const r: ControlResult | undefined = await withinMs(n.remote.control(cmd), checkerNodeCallDeadlineMs);
+      if (!r?.ok) failed.push(`${n.id}: ${r?.error ?? 'no answer'}`);
+    }),
+  );
   c.kick();
   return failed;
 }
@@ -170,7 +193,12 @@ async function setQuorum(c: Cluster, q: Quorum): Promise<void> {
   const failed = await controlAll(c, { kind: 'custom', name: 'set_quorum', args: { n: q[0], w: q[1], r: q[2] } });
   // A node that refused or stayed silent (stalled, overloaded) is a state of the simulation, not a
   // bug of the service: 409, and the change can be retried.
-  if (failed.length > 0) throw new HttpError(409, `set_quorum N=${q[0]} W=${q[1]} R=${q[2]} was not confirmed by ${failed.join('; ')}; retry once every node answers`);
+  if (failed.length > 0)
+    throw new HttpError(
+      409,
+      `set_quorum N=${q[0]} W=${q[1]} R=${q[2]} was not confirmed by ${failed.join('; ')}; ` +
+        'retry once every node answers',
+    );
 }
 
 const showQuorum = (q: Quorum): string => `N=${q[0]} W=${q[1]} R=${q[2]}`;
@@ -186,7 +214,12 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     return c;
   };
   const exclusive = async <T>(c: Cluster, what: string, fn: () => Promise<T>): Promise<T> => {
-    if (busy.has(c.id)) throw new HttpError(409, `cluster ${c.id} is busy with an anti-entropy round or a membership change; try again when it ends (${what} refused)`);
+    if (busy.has(c.id))
+      throw new HttpError(
+        409,
+        `cluster ${c.id} is busy with an anti-entropy round or a membership change; try again ` +
+          `when it ends (${what} refused)`,
+      );
     busy.add(c.id);
     try {
       return await fn();
@@ -219,7 +252,9 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     if (!report.converged) {
       const shown = report.diverged.slice(0, 5).map(describeDiverged).join('; ');
       const more = report.diverged_total > 5 ? `; and ${report.diverged_total - 5} more` : '';
-      violations.push(`convergence: ${report.diverged_total} of ${report.keys} keys differ across online replicas: ${shown}${more}`);
+      violations.push(
+        `convergence: ${report.diverged_total} of ${report.keys} keys differ across online replicas: ${shown}${more}`,
+      );
     }
     if (lin.linearizable === false && lin.violation) violations.push(`linearizability: ${lin.violation.message}`);
     if (!quorum.ok) violations.push(`quorum overlap: ${quorum.detail}`);
@@ -240,11 +275,12 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         },
         linearizability: {
           ok: lin.linearizable,
-          detail: lin.verdict === 'linearizable'
-            ? `${lin.ops} recorded operations over ${lin.keys} keys are linearizable (register model)`
-            : lin.verdict === 'not-linearizable'
-              ? `violation on key ${JSON.stringify(lin.violation?.key)}`
-              : (lin.note ?? 'verdict unknown'),
+          detail:
+            lin.verdict === 'linearizable'
+              ? `${lin.ops} recorded operations over ${lin.keys} keys are linearizable (register model)`
+              : lin.verdict === 'not-linearizable'
+                ? `violation on key ${JSON.stringify(lin.violation?.key)}`
+                : (lin.note ?? 'verdict unknown'),
         },
         quorum_overlap: quorum,
       },
@@ -285,10 +321,17 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       const notes: string[] = [];
       const pNote = placementNote(c, before.skipped);
       if (pNote !== undefined) notes.push(pNote);
-      notes.push(exchange
-        ? `${c.config.strategy}: replicas exchanged only the keys of differing Merkle buckets (custom control anti_entropy), ${rounds} round(s)`
-        : `${c.config.strategy}: followers are repaired by the leader's log (retransmission or snapshot), not by a replica exchange; this round measured the divergence and waited for that repair`);
-      if (!after.converged) notes.push(`${after.divergedTotal} key(s) still differ after waiting ${waitMs} ms (an unreachable or lagging replica?)`);
+      notes.push(
+        exchange
+          ? `${c.config.strategy}: replicas exchanged only the keys of differing Merkle buckets (custom control ` +
+              `anti_entropy), ${rounds} round(s)`
+          : `${c.config.strategy}: followers are repaired by the leader's log (retransmission or snapshot), not by a ` +
+              'replica exchange; this round measured the divergence and waited for that repair',
+      );
+      if (!after.converged)
+        notes.push(
+          `${after.divergedTotal} key(s) still differ after waiting ${waitMs} ms (an unreachable or lagging replica?)`,
+        );
       const body = {
         cluster_id: c.id,
         total_keys: cmpBefore.keys,
@@ -304,7 +347,15 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         elapsed_ms: Math.round(performance.now() - started),
         note: notes.join('; '),
       };
-      publish(c.id, { type: 'anti_entropy', data: { divergent_keys: body.divergent_keys, reconciled, converged_after: after.converged, method: body.method } });
+      publish(c.id, {
+        type: 'anti_entropy',
+        data: {
+          divergent_keys: body.divergent_keys,
+          reconciled,
+          converged_after: after.converged,
+          method: body.method,
+        },
+      });
       return { status: 200, body };
     });
   });
@@ -312,7 +363,11 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
   app.post('/api/v1/clusters/:id/reconfigure/add-node', async (req) => {
     const c = getCluster(req);
     if (c.config.strategy !== 'leaderless') {
-      throw new HttpError(400, `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} (use POST /api/v1/clusters/${c.id}/nodes)`);
+      throw new HttpError(
+        400,
+        `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} ` +
+          `(use POST /api/v1/clusters/${c.id}/nodes)`,
+      );
     }
     if (c.nodes.size >= nodeCountMax) throw new HttpError(409, `a cluster has at most ${nodeCountMax} nodes`);
     ctx.checkNodeRoom?.(1);
@@ -326,7 +381,10 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
 
       // Phase 1: widen on the old ring. Each old quorum meets each widened one.
       await setQuorum(c, plan.widen);
-      phases.push(`widen: every node now coordinates with ${showQuorum(plan.widen)} on the old ring of ${membersBefore} nodes (was ${showQuorum(old)}); waited ${drainMs} ms for requests under the old quorum to finish`);
+      phases.push(
+        `widen: every node now coordinates with ${showQuorum(plan.widen)} on the old ring of ${membersBefore} nodes ` +
+          `(was ${showQuorum(old)}); waited ${drainMs} ms for requests under the old quorum to finish`,
+      );
       await sleep(drainMs);
       stillThere(c);
 
@@ -339,9 +397,16 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         const status = err instanceof ReplicationError ? statusOf(err.code, 'control') : 500;
         throw new HttpError(status, `adding the node failed: ${(err as Error).message}`);
       });
-      publish(c.id, { type: 'node_state_changed', node_id: added.id, data: { state: 'online', reason: 'added', reconfigure: true } });
+      publish(c.id, {
+        type: 'node_state_changed',
+        node_id: added.id,
+        data: { state: 'online', reason: 'added', reconfigure: true },
+      });
       await setQuorum(c, plan.joint);
-      phases.push(`join: ${added.id} added to the ring under ${showQuorum(plan.joint)}; nodes whose keys it now replicates stream them to it; waited ${drainMs} ms for requests under the widened old-ring quorum to finish`);
+      phases.push(
+        `join: ${added.id} added to the ring under ${showQuorum(plan.joint)}; nodes whose keys it now replicates ` +
+          `stream them to it; waited ${drainMs} ms for requests under the widened old-ring quorum to finish`,
+      );
       await sleep(drainMs);
       stillThere(c);
 
@@ -368,13 +433,22 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       const newStore = (await withinMs(added.remote.store(), checkerNodeCallDeadlineMs)) ?? {};
       const reconciled = Object.keys(newStore).length;
       const streamedOk = cmp?.converged === true && pending === 0;
-      phases.push(streamedOk
-        ? `stream: ${added.id} holds its ${reconciled} keys and every key's ${plan.joint[0]} replicas agree (${rounds} anti-entropy round(s))`
-        : `stream: not finished within ${addNodeStreamWaitMsMax} ms (${pending} key transfers pending, ${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and anti-entropy continues in the background`);
+      phases.push(
+        streamedOk
+          ? `stream: ${added.id} holds its ${reconciled} keys and every key's ${plan.joint[0]} ` +
+              `replicas agree (${rounds} ` +
+              'anti-entropy round(s))'
+          : `stream: not finished within ${addNodeStreamWaitMsMax} ms (${pending} key transfers pending, ` +
+              `${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and ` +
+              'anti-entropy continues in the background',
+      );
 
       // Phase 4: narrow to the new quorum.
       await setQuorum(c, plan.final);
-      phases.push(`narrow: every node now coordinates with ${showQuorum(plan.final)} (W + R - N = ${plan.final[1] + plan.final[2] - plan.final[0]}, as before: ${old[1] + old[2] - old[0]})`);
+      phases.push(
+        `narrow: every node now coordinates with ${showQuorum(plan.final)} (W + R - N = ` +
+          `${plan.final[1] + plan.final[2] - plan.final[0]}, as before: ${old[1] + old[2] - old[0]})`,
+      );
 
       const body = {
         cluster_id: c.id,
@@ -389,25 +463,43 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         streamed: streamedOk,
         elapsed_ms: Math.round(performance.now() - started),
       };
-      publish(c.id, { type: 'reconfigured', node_id: added.id, data: { old_quorum: body.old_quorum, new_quorum: body.new_quorum, overlap_held: plan.overlapHeld } });
+      publish(c.id, {
+        type: 'reconfigured',
+        node_id: added.id,
+        data: { old_quorum: body.old_quorum, new_quorum: body.new_quorum, overlap_held: plan.overlapHeld },
+      });
       return { status: 200, body };
     });
   });
 
   /** Debugging: overwrite one leaderless replica's copy with an older, wrong value (no replication). */
-  app.post('/api/v1/clusters/:id/nodes/:nodeId/corrupt', async (req) => {
-    const c = getCluster(req);
-    const nodeId = req.params['nodeId'] ?? '';
-    const node = c.nodes.get(nodeId);
-    if (!node) throw new HttpError(404, `node ${nodeId} not found in cluster ${c.id}`);
-    if (c.config.strategy !== 'leaderless') throw new HttpError(400, `corrupting a replica is supported on leaderless clusters only; this cluster is ${c.config.strategy}`);
-    const b = req.body as CorruptRequest;
-    const args: Record<string, unknown> = { key: b.key, value: b.value };
-    if (b.timestamp !== undefined) args['timestamp'] = b.timestamp;
-    const r = await withinMs(node.remote.control({ kind: 'custom', name: 'corrupt', args }), checkerNodeCallDeadlineMs);
-    if (!r) throw new HttpError(409, `node ${nodeId} did not answer`);
-    if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
-    const entry = (r.data as { entry?: Parameters<typeof toKVEntry>[0] } | undefined)?.entry;
-    return { status: 200, body: { status: 'corrupted', node_id: nodeId, key: b.key, ...(entry ? { entry: toKVEntry(entry) } : {}) } };
-  }, { body: CorruptRequest });
+  app.post(
+    '/api/v1/clusters/:id/nodes/:nodeId/corrupt',
+    async (req) => {
+      const c = getCluster(req);
+      const nodeId = req.params['nodeId'] ?? '';
+      const node = c.nodes.get(nodeId);
+      if (!node) throw new HttpError(404, `node ${nodeId} not found in cluster ${c.id}`);
+      if (c.config.strategy !== 'leaderless')
+        throw new HttpError(
+          400,
+          `corrupting a replica is supported on leaderless clusters only; this cluster is ${c.config.strategy}`,
+        );
+      const b = req.body as CorruptRequest;
+      const args: Record<string, unknown> = { key: b.key, value: b.value };
+      if (b.timestamp !== undefined) args['timestamp'] = b.timestamp;
+      const r = await withinMs(
+        node.remote.control({ kind: 'custom', name: 'corrupt', args }),
+        checkerNodeCallDeadlineMs,
+      );
+      if (!r) throw new HttpError(409, `node ${nodeId} did not answer`);
+      if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
+      const entry = (r.data as { entry?: Parameters<typeof toKVEntry>[0] } | undefined)?.entry;
+      return {
+        status: 200,
+        body: { status: 'corrupted', node_id: nodeId, key: b.key, ...(entry ? { entry: toKVEntry(entry) } : {}) },
+      };
+    },
+    { body: CorruptRequest },
+  );
 }

@@ -5,7 +5,15 @@
  */
 import type { NodeId, Version } from '../core.js';
 
-export type VersionTuple = [key: string, value: string, tombstone: boolean, timestamp: number, node_id: NodeId, version: number, vclock: Record<NodeId, number>];
+export type VersionTuple = [
+  key: string,
+  value: string,
+  tombstone: boolean,
+  timestamp: number,
+  node_id: NodeId,
+  version: number,
+  vclock: Record<NodeId, number>,
+];
 
 export function versionTuple(v: Version): VersionTuple {
   return [v.key, v.value, v.tombstone, v.timestamp, v.node_id, v.version, v.vclock];

@@ -33,7 +33,12 @@ const loaders: Record<Strategy, (() => Promise<StrategyModule>) | undefined> = {
 };
 
 /** Strategies whose crashed nodes can be restarted (a DurableFold exists); kept in step with the loaders. */
-const restartable: Record<Strategy, boolean> = { single_leader: true, multi_leader: true, leaderless: true, raft: true };
+const restartable: Record<Strategy, boolean> = {
+  single_leader: true,
+  multi_leader: true,
+  leaderless: true,
+  raft: true,
+};
 
 export function isImplemented(strategy: Strategy): boolean {
   return loaders[strategy] !== undefined;

@@ -69,12 +69,18 @@ export interface DetsimReport {
   narrative: string[];
 }
 
-const config: ClusterConfig = clusterConfig({ strategy: 'single_leader', node_count: detsimPlan.nodes.length, replication_mode: 'semi_sync' });
+const config: ClusterConfig = clusterConfig({
+  strategy: 'single_leader',
+  node_count: detsimPlan.nodes.length,
+  replication_mode: 'semi_sync',
+});
 
 function describe(f: Fault): string {
   switch (f.kind) {
     case 'latency':
-      return f.ms === 0 ? `link ${f.from}->${f.to} is fast again (0 ms)` : `link ${f.from}->${f.to} slows to ${f.ms} ms`;
+      return f.ms === 0
+        ? `link ${f.from}->${f.to} is fast again (0 ms)`
+        : `link ${f.from}->${f.to} slows to ${f.ms} ms`;
     case 'drop':
       return `link ${f.from}->${f.to} now drops ${Math.round(f.rate * 100)}% of messages`;
     case 'partition':
@@ -111,7 +117,10 @@ export function simulate(seed: number): { run: DetsimRun; trace: string[] } {
         c.fabric.setDropRate(f.from, f.to, f.rate);
         break;
       case 'partition':
-        partition = c.fabric.partition([f.isolated], plan.nodes.filter((n) => n !== f.isolated));
+        partition = c.fabric.partition(
+          [f.isolated],
+          plan.nodes.filter((n) => n !== f.isolated),
+        );
         break;
       case 'heal':
         if (partition) c.fabric.heal(partition);
@@ -169,7 +178,11 @@ export function simulate(seed: number): { run: DetsimRun; trace: string[] } {
 
   const stores = plan.nodes.map((n) => {
     const view = c.core(n).storeView();
-    return JSON.stringify(Object.keys(view).sort().map((k) => [k, view[k]?.value, view[k]?.tombstone]));
+    return JSON.stringify(
+      Object.keys(view)
+        .sort()
+        .map((k) => [k, view[k]?.value, view[k]?.tombstone]),
+    );
   });
   const acked = writeIds.filter((id) => c.reply(id)?.ok === true).length;
   const stats = c.fabric.stats();
@@ -211,15 +224,39 @@ export function runDetsim(opts: { seed: number }): DetsimReport {
 
   const narrator = new Narrator();
   const r = a.run;
-  narrator.note(`Setup: 3 nodes of the single_leader core (n1 leads, semi-sync) run on a virtual clock; seed ${seed} drives every latency, loss, partition, pause and client write.`);
+  narrator.note(
+    `Setup: 3 nodes of the single_leader core (n1 leads, semi-sync) run on a virtual clock; seed ${seed} drives ` +
+      'every latency, loss, partition, pause and client write.',
+  );
   const shown = r.fault_log.slice(0, 12);
   for (const f of shown) narrator.say(f.at_ms, `Fault: ${f.fault}.`);
-  if (r.fault_log.length > shown.length) narrator.note(`... ${r.fault_log.length - shown.length} more fault steps follow.`);
-  narrator.say(r.virtual_ms, `Run 1 ends: ${r.writes} writes (${r.writes_acked} acknowledged), ${r.messages_delivered} messages delivered, ${r.messages_dropped} lost; replicas ${r.converged ? 'converged' : 'did NOT converge'} after the faults were cleared.`);
+  if (r.fault_log.length > shown.length)
+    narrator.note(`... ${r.fault_log.length - shown.length} more fault steps follow.`);
+  narrator.say(
+    r.virtual_ms,
+    `Run 1 ends: ${r.writes} writes (${r.writes_acked} acknowledged), ${r.messages_delivered} messages ` +
+      `delivered, ${r.messages_dropped} lost; replicas ${r.converged ? 'converged' : 'did NOT converge'} after the ` +
+      'faults were cleared.',
+  );
   narrator.note(`Run 1 trace: ${r.events} events, hash ${r.trace_hash.slice(0, 16)}…`);
-  narrator.note(`Run 2 (same seed ${seed}): ${b.run.events} events, hash ${b.run.trace_hash.slice(0, 16)}… — ${reproducible ? 'identical, event for event: the failure schedule replays exactly' : 'DIFFERENT: something outside the seed leaked into the run'}.`);
-  narrator.note(`Run 3 (seed ${seed + 1}): ${other.run.events} events, hash ${other.run.trace_hash.slice(0, 16)}… — ${differs ? `a different history, diverging from run 1 at trace line ${divergence}` : 'identical to run 1 (the seed had no effect)'}.`);
-  narrator.note('A failing seed is therefore a complete bug report: rerun it and the same faults strike at the same virtual instants.');
+  narrator.note(
+    `Run 2 (same seed ${seed}): ${b.run.events} events, hash ${b.run.trace_hash.slice(0, 16)}… — ` +
+      (reproducible
+        ? 'identical, event for event: the failure schedule replays exactly'
+        : 'DIFFERENT: something outside the seed leaked into the run') +
+      '.',
+  );
+  narrator.note(
+    `Run 3 (seed ${seed + 1}): ${other.run.events} events, hash ${other.run.trace_hash.slice(0, 16)}… — ` +
+      (differs
+        ? `a different history, diverging from run 1 at trace line ${divergence}`
+        : 'identical to run 1 (the seed had no effect)') +
+      '.',
+  );
+  narrator.note(
+    'A failing seed is therefore a complete bug report: rerun it and the same faults ' +
+      'strike at the same virtual instants.',
+  );
 
   return {
     demo: 'detsim',

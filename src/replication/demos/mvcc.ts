@@ -49,7 +49,10 @@ export class MvccStore implements DemoActor<MvccMsg> {
   private readonly active = new Map<string, ActiveTx>();
   private out: Array<Outgoing<MvccMsg>> = [];
 
-  constructor(id: string, private readonly narrator: Narrator) {
+  constructor(
+    id: string,
+    private readonly narrator: Narrator,
+  ) {
     this.id = id;
   }
 
@@ -83,7 +86,11 @@ export class MvccStore implements DemoActor<MvccMsg> {
       case 'begin': {
         this.active.set(msg.tx, { startTs: this.lastCommitTs, writes: new Map() });
         this.out.push({ to: from, msg: { t: 'began', tx: msg.tx, snapshot_ts: this.lastCommitTs } });
-        this.narrator.say(now, `${msg.tx} begins with snapshot timestamp ${this.lastCommitTs}: it will see exactly the commits stamped ${this.lastCommitTs} or earlier.`);
+        this.narrator.say(
+          now,
+          `${msg.tx} begins with snapshot timestamp ${this.lastCommitTs}: it will see exactly the commits stamped ` +
+            `${this.lastCommitTs} or earlier.`,
+        );
         return;
       }
       case 'read': {
@@ -95,11 +102,20 @@ export class MvccStore implements DemoActor<MvccMsg> {
         const own = tx.writes.get(msg.key);
         const v = this.visible(msg.key, tx.startTs);
         const value = own ?? v?.value ?? null;
-        const versionTs = own !== undefined ? null : v?.commit_ts ?? null;
+        const versionTs = own !== undefined ? null : (v?.commit_ts ?? null);
         this.out.push({ to: from, msg: { t: 'read_reply', tx: msg.tx, key: msg.key, value, version_ts: versionTs } });
         const newest = this.versions.get(msg.key)?.at(-1);
-        const note = own !== undefined ? ' (its own uncommitted write)' : newest && v && newest.commit_ts > v.commit_ts ? ` although ${newest.tx} committed ${msg.key}=${newest.value} at timestamp ${newest.commit_ts}` : '';
-        this.narrator.say(now, `${msg.tx} reads ${msg.key}=${value ?? '(none)'}${versionTs !== null ? ` (version ${versionTs})` : ''}${note}.`);
+        const note =
+          own !== undefined
+            ? ' (its own uncommitted write)'
+            : newest && v && newest.commit_ts > v.commit_ts
+              ? ` although ${newest.tx} committed ${msg.key}=${newest.value} at timestamp ${newest.commit_ts}`
+              : '';
+        this.narrator.say(
+          now,
+          `${msg.tx} reads ${msg.key}=${value ?? '(none)'}` +
+            `${versionTs !== null ? ` (version ${versionTs})` : ''}${note}.`,
+        );
         return;
       }
       case 'write': {
@@ -110,7 +126,10 @@ export class MvccStore implements DemoActor<MvccMsg> {
         }
         tx.writes.set(msg.key, msg.value);
         this.out.push({ to: from, msg: { t: 'write_ok', tx: msg.tx, key: msg.key } });
-        this.narrator.say(now, `${msg.tx} writes ${msg.key}=${msg.value} into its private write set (invisible to others until commit).`);
+        this.narrator.say(
+          now,
+          `${msg.tx} writes ${msg.key}=${msg.value} into its private write set (invisible to others until commit).`,
+        );
         return;
       }
       case 'commit': {
@@ -125,8 +144,17 @@ export class MvccStore implements DemoActor<MvccMsg> {
           const newest = this.versions.get(key)?.at(-1);
           if (newest && newest.commit_ts > tx.startTs) {
             this.commits.push({ tx: msg.tx, at_ms: now, outcome: 'aborted', conflict_key: key });
-            this.out.push({ to: from, msg: { t: 'aborted', tx: msg.tx, code: 'write_write_conflict', key, newer_ts: newest.commit_ts } });
-            this.narrator.say(now, `${msg.tx} tries to commit, but ${newest.tx} already committed ${key} at timestamp ${newest.commit_ts}, after ${msg.tx}'s snapshot ${tx.startTs}: write-write conflict, ${msg.tx} ABORTS (first committer wins).`);
+            this.out.push({
+              to: from,
+              msg: { t: 'aborted', tx: msg.tx, code: 'write_write_conflict', key, newer_ts: newest.commit_ts },
+            });
+            this.narrator.say(
+              now,
+              `${msg.tx} tries to commit, but ${newest.tx} already committed ${key} at timestamp ` +
+                `${newest.commit_ts}, ` +
+                `after ${msg.tx}'s snapshot ${tx.startTs}: write-write conflict, ${msg.tx} ABORTS ` +
+                '(first committer wins).',
+            );
             return;
           }
         }
@@ -140,7 +168,13 @@ export class MvccStore implements DemoActor<MvccMsg> {
         for (const [k, v] of tx.writes) this.install(k, { value: v, commit_ts: ts, tx: msg.tx });
         this.commits.push({ tx: msg.tx, at_ms: now, outcome: 'committed', commit_ts: ts });
         this.out.push({ to: from, msg: { t: 'committed', tx: msg.tx, commit_ts: ts } });
-        this.narrator.say(now, `${msg.tx} commits at timestamp ${ts}: new version${tx.writes.size > 1 ? 's' : ''} ${[...tx.writes].map(([k, v]) => `${k}=${v}`).join(', ')} ${tx.writes.size > 1 ? 'are' : 'is'} installed beside the old ones.`);
+        this.narrator.say(
+          now,
+          `${msg.tx} commits at timestamp ${ts}: new version${tx.writes.size > 1 ? 's' : ''} ` +
+            `${[...tx.writes].map(([k, v]) => `${k}=${v}`).join(', ')} ` +
+            `${tx.writes.size > 1 ? 'are' : 'is'} installed ` +
+            'beside the old ones.',
+        );
         return;
       }
       case 'began':
@@ -189,7 +223,12 @@ class TxClient implements DemoActor<MvccMsg> {
   private waiting = false;
   private out: Array<Outgoing<MvccMsg>> = [];
 
-  constructor(readonly id: string, readonly tx: string, private readonly server: string, private readonly steps: Step[]) {}
+  constructor(
+    readonly id: string,
+    readonly tx: string,
+    private readonly server: string,
+    private readonly steps: Step[],
+  ) {}
 
   onMessage(_from: string, msg: MvccMsg, now: number): void {
     if (!('tx' in msg) || msg.tx !== this.tx) return;
@@ -260,7 +299,10 @@ export interface MvccReport {
   seed: number;
   initial_values: Record<string, string>;
   reader: { tx: string; snapshot_ts: number | null; reads: ObservedRead[] };
-  /** Every read of the long reader returned the value committed as of its snapshot, however many commits happened meanwhile. */
+  /**
+   * Every read of the long reader returned the value committed as of its snapshot, however many commits
+   * happened meanwhile.
+   */
   snapshot_stable: boolean;
   commits_during_reader: number;
   new_reader: { tx: string; snapshot_ts: number | null; reads: ObservedRead[] };
@@ -282,10 +324,17 @@ export function runMvcc(opts: { seed?: number } = {}): MvccReport {
   const store = new MvccStore('db', narrator);
   const initial = { x: '100', y: '200' };
   const loadTs = store.load('T0', initial);
-  narrator.note(`Setup: the store db holds x=100 and y=200, committed by T0 at timestamp ${loadTs}; clients reach it with one-way latencies of 1-15 ms (seed ${seed}).`);
-  narrator.note('T1 is a long reader; T2 updates x and y while T1 runs; T3 and T4 then race to overwrite x; T5 is a new reader that starts after all of that.');
+  narrator.note(
+    `Setup: the store db holds x=100 and y=200, committed by T0 at timestamp ${loadTs}; clients reach it with ` +
+      `one-way latencies of 1-15 ms (seed ${seed}).`,
+  );
+  narrator.note(
+    'T1 is a long reader; T2 updates x and y while T1 runs; T3 and T4 then race to overwrite x; T5 is a new ' +
+      'reader that starts after all of that.',
+  );
 
-  // Step times leave room for the round trips before them (each at most 30 ms), so the story's order holds for every seed.
+  // Step times leave room for the round trips before them (each at most 30 ms), so the story's order holds
+  // for every seed.
   const reader = new TxClient('r1', 'T1', 'db', [
     { op: 'begin', at: 0 },
     { op: 'read', key: 'x', at: 10 },
@@ -324,15 +373,23 @@ export function runMvcc(opts: { seed?: number } = {}): MvccReport {
   for (const c of clients) net.add(c);
   net.runUntilOr(() => clients.every((c) => c.outcome !== undefined), 5_000);
 
-  // Snapshot stability, judged from the store's own version history: each read equals the version visible at the snapshot.
+  // Snapshot stability, judged from the store's own version history: each read equals the version visible at
+  // the snapshot.
   const rSnap = reader.snapshotTs;
-  const snapshot_stable = rSnap !== undefined && reader.reads.length >= 5 && reader.reads.every((r) => r.value === (store.visible(r.key, rSnap)?.value ?? null))
-    && sameValuePerKey(reader.reads);
+  const snapshot_stable =
+    rSnap !== undefined &&
+    reader.reads.length >= 5 &&
+    reader.reads.every((r) => r.value === (store.visible(r.key, rSnap)?.value ?? null)) &&
+    sameValuePerKey(reader.reads);
   const readerBegan = rSnap ?? 0;
   const readerEnd = store.commits.find((c) => c.tx === 'T1')?.at_ms ?? Infinity;
-  const commitsDuringReader = store.commits.filter((c) => c.outcome === 'committed' && c.commit_ts !== undefined && c.commit_ts > readerBegan && c.at_ms < readerEnd).length;
+  const commitsDuringReader = store.commits.filter(
+    (c) => c.outcome === 'committed' && c.commit_ts !== undefined && c.commit_ts > readerBegan && c.at_ms < readerEnd,
+  ).length;
   const latest = (key: string): string | null => store.versions.get(key)?.at(-1)?.value ?? null;
-  const new_reader_sees_new_values = newReader.reads.length === 2 && newReader.reads.every((r) => r.value === latest(r.key) && r.value !== (initial as Record<string, string>)[r.key]);
+  const new_reader_sees_new_values =
+    newReader.reads.length === 2 &&
+    newReader.reads.every((r) => r.value === latest(r.key) && r.value !== (initial as Record<string, string>)[r.key]);
 
   const raceCommits = store.commits.filter((c) => c.tx === 'T3' || c.tx === 'T4');
   const first = raceCommits[0];
@@ -342,7 +399,11 @@ export function runMvcc(opts: { seed?: number } = {}): MvccReport {
   const write_conflict_detected = raceCommits.some((c) => c.outcome === 'aborted' && c.conflict_key === 'x');
   const first_committer_wins = first?.outcome === 'committed' && second?.outcome === 'aborted';
 
-  narrator.note(`Outcome: T1's reads ${snapshot_stable ? 'stayed' : 'did NOT stay'} on its snapshot across ${commitsDuringReader} concurrent commit(s); T5 ${new_reader_sees_new_values ? 'sees' : 'does not see'} the new values; ${winner ?? 'nobody'} won the race on x and ${loser ?? 'nobody'} was aborted.`);
+  narrator.note(
+    `Outcome: T1's reads ${snapshot_stable ? 'stayed' : 'did NOT stay'} on its snapshot across ` +
+      `${commitsDuringReader} concurrent commit(s); T5 ${new_reader_sees_new_values ? 'sees' : 'does not see'} the ` +
+      `new values; ${winner ?? 'nobody'} won the race on x and ${loser ?? 'nobody'} was aborted.`,
+  );
 
   const versions: Record<string, StoredVersion[]> = {};
   for (const [k, list] of store.versions) versions[k] = list.map((v) => ({ ...v }));

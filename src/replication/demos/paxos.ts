@@ -51,7 +51,12 @@ export class Acceptor implements DemoActor<PaxosMsg> {
   accepted: { ballot: Ballot; value: string } | null = null;
   private out: Array<Outgoing<PaxosMsg>> = [];
 
-  constructor(id: string, private readonly learners: string[], private readonly history: Acceptance[], private readonly narrator: Narrator) {
+  constructor(
+    id: string,
+    private readonly learners: string[],
+    private readonly history: Acceptance[],
+    private readonly narrator: Narrator,
+  ) {
     this.id = id;
   }
 
@@ -62,10 +67,21 @@ export class Acceptor implements DemoActor<PaxosMsg> {
         if (this.promised === null || compareBallots(msg.ballot, this.promised) > 0) {
           this.promised = msg.ballot;
           this.out.push({ to: from, msg: { t: 'promise', ballot: msg.ballot, accepted: this.accepted } });
-          this.narrator.say(now, `${this.id} promises ballot ${showBallot(msg.ballot)}${this.accepted ? `, reporting it already accepted "${this.accepted.value}" in ${showBallot(this.accepted.ballot)}` : ' (it has accepted nothing yet)'}.`);
+          this.narrator.say(
+            now,
+            `${this.id} promises ballot ` +
+              showBallot(msg.ballot) +
+              (this.accepted
+                ? `, reporting it already accepted "${this.accepted.value}" in ${showBallot(this.accepted.ballot)}`
+                : ' (it has accepted nothing yet)') +
+              '.',
+          );
         } else {
           this.out.push({ to: from, msg: { t: 'nack', ballot: msg.ballot, promised: this.promised } });
-          this.narrator.say(now, `${this.id} rejects PREPARE ${showBallot(msg.ballot)}: it already promised ${showBallot(this.promised)}.`);
+          this.narrator.say(
+            now,
+            `${this.id} rejects PREPARE ${showBallot(msg.ballot)}: it already promised ${showBallot(this.promised)}.`,
+          );
         }
         return;
       case 'accept':
@@ -74,12 +90,21 @@ export class Acceptor implements DemoActor<PaxosMsg> {
           this.promised = msg.ballot;
           this.accepted = { ballot: msg.ballot, value: msg.value };
           this.history.push({ acceptor: this.id, at: now, ballot: msg.ballot, value: msg.value });
-          for (const l of this.learners) this.out.push({ to: l, msg: { t: 'accepted', ballot: msg.ballot, value: msg.value } });
-          if (!this.learners.includes(from)) this.out.push({ to: from, msg: { t: 'accepted', ballot: msg.ballot, value: msg.value } });
-          this.narrator.say(now, `${this.id} ACCEPTS "${msg.value}" in ballot ${showBallot(msg.ballot)} and tells the learners.`);
+          for (const l of this.learners)
+            this.out.push({ to: l, msg: { t: 'accepted', ballot: msg.ballot, value: msg.value } });
+          if (!this.learners.includes(from))
+            this.out.push({ to: from, msg: { t: 'accepted', ballot: msg.ballot, value: msg.value } });
+          this.narrator.say(
+            now,
+            `${this.id} ACCEPTS "${msg.value}" in ballot ${showBallot(msg.ballot)} and tells the learners.`,
+          );
         } else {
           this.out.push({ to: from, msg: { t: 'nack', ballot: msg.ballot, promised: this.promised } });
-          this.narrator.say(now, `${this.id} rejects ACCEPT ${showBallot(msg.ballot)} ("${msg.value}"): it promised ${showBallot(this.promised)}.`);
+          this.narrator.say(
+            now,
+            `${this.id} rejects ACCEPT ${showBallot(msg.ballot)} ("${msg.value}"): it promised ` +
+              `${showBallot(this.promised)}.`,
+          );
         }
         return;
       case 'promise':
@@ -131,7 +156,11 @@ export class Learner implements DemoActor<PaxosMsg> {
   readonly state: LearnerState;
   private out: Array<Outgoing<PaxosMsg>> = [];
 
-  constructor(readonly id: string, majority: number, private readonly narrator: Narrator) {
+  constructor(
+    readonly id: string,
+    majority: number,
+    private readonly narrator: Narrator,
+  ) {
     this.state = new LearnerState(majority);
   }
 
@@ -139,7 +168,11 @@ export class Learner implements DemoActor<PaxosMsg> {
     if (msg.t !== 'accepted') return;
     const first = this.state.learned === null;
     if (this.state.observe(from, msg.ballot, msg.value, now) && first) {
-      this.narrator.say(now, `Learner ${this.id} sees a majority accept "${msg.value}" in ballot ${showBallot(msg.ballot)}: the value is CHOSEN.`);
+      this.narrator.say(
+        now,
+        `Learner ${this.id} sees a majority accept "${msg.value}" in ballot ` +
+          `${showBallot(msg.ballot)}: the value is CHOSEN.`,
+      );
     }
   }
 
@@ -212,7 +245,10 @@ export class Proposer implements DemoActor<PaxosMsg> {
     this.wakeAt = now + paxosTimings.phaseTimeoutMs;
     this.prepares++;
     for (const a of this.acceptors) this.out.push({ to: a, msg: { t: 'prepare', ballot: this.ballot } });
-    this.narrator.say(now, `${this.id} (wants "${this.ownValue}") sends PREPARE ${showBallot(this.ballot)} to ${this.acceptors.join(', ')}.`);
+    this.narrator.say(
+      now,
+      `${this.id} (wants "${this.ownValue}") sends PREPARE ${showBallot(this.ballot)} to ${this.acceptors.join(', ')}.`,
+    );
   }
 
   private backoff(now: number, outcome: Proposal['outcome'], why: string): void {
@@ -220,7 +256,11 @@ export class Proposer implements DemoActor<PaxosMsg> {
     if (last && last.outcome === 'pending') last.outcome = outcome;
     this.phase = 'backoff';
     this.wakeAt = now + this.rng.range(paxosTimings.backoffMsMin, paxosTimings.backoffMsMax);
-    this.narrator.say(now, `${this.id} abandons ballot ${this.ballot ? showBallot(this.ballot) : '-'} (${why}) and retries at t=${this.wakeAt} ms with a higher ballot.`);
+    this.narrator.say(
+      now,
+      `${this.id} abandons ballot ${this.ballot ? showBallot(this.ballot) : '-'} (${why}) and retries at ` +
+        `t=${this.wakeAt} ms with a higher ballot.`,
+    );
   }
 
   private finish(now: number): void {
@@ -229,8 +269,12 @@ export class Proposer implements DemoActor<PaxosMsg> {
     this.phase = 'done';
     this.wakeAt = Infinity;
     const last = this.proposals[this.proposals.length - 1];
-    if (last && last.outcome === 'pending') last.outcome = last.ballot === showBallot(l.ballot) ? 'chosen' : 'superseded';
-    this.narrator.say(now, `${this.id} learns that "${l.value}" was chosen (ballot ${showBallot(l.ballot)}) and stops proposing.`);
+    if (last && last.outcome === 'pending')
+      last.outcome = last.ballot === showBallot(l.ballot) ? 'chosen' : 'superseded';
+    this.narrator.say(
+      now,
+      `${this.id} learns that "${l.value}" was chosen (ballot ${showBallot(l.ballot)}) and stops proposing.`,
+    );
   }
 
   onMessage(from: string, msg: PaxosMsg, now: number): void {
@@ -248,20 +292,36 @@ export class Proposer implements DemoActor<PaxosMsg> {
         if (this.promises.size < this.majority()) return;
         // P2c: adopt the value of the highest-ballot proposal any promiser accepted, else our own.
         let best: { ballot: Ballot; value: string } | null = null;
-        for (const acc of this.promises.values()) if (acc && (!best || compareBallots(acc.ballot, best.ballot) > 0)) best = acc;
+        for (const acc of this.promises.values())
+          if (acc && (!best || compareBallots(acc.ballot, best.ballot) > 0)) best = acc;
         const value = best ? best.value : this.ownValue;
         this.phase = 'accepting';
         this.wakeAt = now + paxosTimings.phaseTimeoutMs;
-        this.proposals.push({ proposer: this.id, ballot: showBallot(this.ballot), value, own_value: value === this.ownValue && best === null, at_ms: now, outcome: 'pending' });
+        this.proposals.push({
+          proposer: this.id,
+          ballot: showBallot(this.ballot),
+          value,
+          own_value: value === this.ownValue && best === null,
+          at_ms: now,
+          outcome: 'pending',
+        });
         for (const a of this.acceptors) this.out.push({ to: a, msg: { t: 'accept', ballot: this.ballot, value } });
-        this.narrator.say(now, best
-          ? `${this.id} has a majority of promises; one reports "${best.value}" accepted in ${showBallot(best.ballot)}, so ${this.id} must propose "${value}" instead of its own "${this.ownValue}" and sends ACCEPT ${showBallot(this.ballot)}.`
-          : `${this.id} has a majority of promises and none reports an accepted value, so it sends ACCEPT ${showBallot(this.ballot)} with its own value "${value}".`);
+        this.narrator.say(
+          now,
+          best
+            ? `${this.id} has a majority of promises; one reports "${best.value}" accepted in ` +
+                `${showBallot(best.ballot)}, ` +
+                `so ${this.id} must propose "${value}" instead of its own "${this.ownValue}" and sends ACCEPT ` +
+                `${showBallot(this.ballot)}.`
+            : `${this.id} has a majority of promises and none reports an accepted value, so it sends ACCEPT ` +
+                `${showBallot(this.ballot)} with its own value "${value}".`,
+        );
         return;
       }
       case 'nack':
         this.highestSeen = Math.max(this.highestSeen, msg.promised.n);
-        if (this.phase === 'preparing' || this.phase === 'accepting') this.backoff(now, 'preempted', `an acceptor promised ${showBallot(msg.promised)}`);
+        if (this.phase === 'preparing' || this.phase === 'accepting')
+          this.backoff(now, 'preempted', `an acceptor promised ${showBallot(msg.promised)}`);
         return;
       case 'prepare':
       case 'accept':
@@ -348,7 +408,11 @@ export function runPaxos(opts: PaxosOptions = {}): PaxosReport {
   const acceptors = acceptorIds.map((id) => new Acceptor(id, learnerIds, history, narrator));
   const proposers = specs.map((s) => new Proposer(s.id, s.value, acceptorIds, s.startAt, net.rng.fork(), narrator));
   const learners = learnerIds.map((id) => new Learner(id, majority, narrator));
-  narrator.note(`Setup: acceptors ${acceptorIds.join(', ')} (majority ${majority}); proposers p1 wants "A" (starts at 0 ms), p2 wants "B" (starts at 5 ms), p3 wants "C" (starts late, at 700 ms); learners ${learnerIds.join(', ')}; latencies ${latency.minMs}-${latency.maxMs} ms (seed ${seed}).`);
+  narrator.note(
+    `Setup: acceptors ${acceptorIds.join(', ')} (majority ${majority}); proposers p1 wants "A" (starts at 0 ms), ` +
+      `p2 wants "B" (starts at 5 ms), p3 wants "C" (starts late, at 700 ms); learners ${learnerIds.join(', ')}; ` +
+      `latencies ${latency.minMs}-${latency.maxMs} ms (seed ${seed}).`,
+  );
   for (const a of acceptors) net.add(a);
   for (const p of proposers) net.add(p);
   for (const l of learners) net.add(l);
@@ -373,22 +437,32 @@ export function runPaxos(opts: PaxosOptions = {}): PaxosReport {
     e.acceptors.add(h.acceptor);
     if (e.at === null && e.acceptors.size >= majority) e.at = h.at;
   }
-  const chosen = [...perBallot.values()].filter((e) => e.at !== null).sort((a, b) => (a.at as number) - (b.at as number));
+  const chosen = [...perBallot.values()]
+    .filter((e) => e.at !== null)
+    .sort((a, b) => (a.at as number) - (b.at as number));
   const chosenValues = new Set(chosen.map((c) => c.value));
   const learnedValues = new Set<string>();
-  for (const s of [...learners.map((l) => l.state), ...proposers.map((p) => p.learner)]) for (const l of s.learnings) learnedValues.add(l.value);
+  for (const s of [...learners.map((l) => l.state), ...proposers.map((p) => p.learner)])
+    for (const l of s.learnings) learnedValues.add(l.value);
   const first = chosen[0];
   const safetyHeld = chosenValues.size <= 1 && [...learnedValues].every((v) => chosenValues.has(v));
   const proposed = new Set(specs.map((s) => s.value));
-  const validityHeld = [...chosenValues].every((v) => proposed.has(v)) && [...learnedValues].every((v) => proposed.has(v));
+  const validityHeld =
+    [...chosenValues].every((v) => proposed.has(v)) && [...learnedValues].every((v) => proposed.has(v));
   const late = proposers[2] as Proposer;
   const lateProps = late.proposals.filter((p) => first && first.at !== null && p.at_ms > first.at);
-  const lateAdopted = first !== undefined && lateProps.length > 0 && lateProps.every((p) => p.value === first.value && !p.own_value);
+  const lateAdopted =
+    first !== undefined && lateProps.length > 0 && lateProps.every((p) => p.value === first.value && !p.own_value);
   const stats = net.fabric.stats();
 
-  narrator.note(first
-    ? `Outcome: "${first.value}" was chosen in ballot ${showBallot(first.ballot)} at t=${first.at} ms after ${proposers.reduce((n, p) => n + p.prepares, 0)} prepares; every learner that learned agrees: safety ${safetyHeld ? 'held' : 'was VIOLATED'}.`
-    : `Outcome: no value was chosen by t=${horizonMs} ms (liveness is not guaranteed under message loss); safety ${safetyHeld ? 'held' : 'was VIOLATED'}.`);
+  narrator.note(
+    first
+      ? `Outcome: "${first.value}" was chosen in ballot ${showBallot(first.ballot)} at t=${first.at} ms after ` +
+          `${proposers.reduce((n, p) => n + p.prepares, 0)} prepares; every learner that learned agrees: safety ` +
+          `${safetyHeld ? 'held' : 'was VIOLATED'}.`
+      : `Outcome: no value was chosen by t=${horizonMs} ms (liveness is not guaranteed under message loss); safety ` +
+          `${safetyHeld ? 'held' : 'was VIOLATED'}.`,
+  );
 
   const learnedMap: Record<string, string | null> = {};
   for (const l of learners) learnedMap[l.id] = l.state.learned?.value ?? null;
@@ -397,7 +471,13 @@ export function runPaxos(opts: PaxosOptions = {}): PaxosReport {
     demo: 'paxos',
     seed,
     acceptors: acceptorIds,
-    proposers: proposers.map((p, i) => ({ id: p.id, value: p.ownValue, starts_at_ms: (specs[i] as { startAt: number }).startAt, prepares: p.prepares, learned: p.learner.learned?.value ?? null })),
+    proposers: proposers.map((p, i) => ({
+      id: p.id,
+      value: p.ownValue,
+      starts_at_ms: (specs[i] as { startAt: number }).startAt,
+      prepares: p.prepares,
+      learned: p.learner.learned?.value ?? null,
+    })),
     chosen_value: first?.value ?? null,
     chosen_ballot: first ? showBallot(first.ballot) : null,
     chosen_at_ms: first?.at ?? null,

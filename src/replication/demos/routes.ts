@@ -18,19 +18,42 @@ function boolParam(q: URLSearchParams, name: string, dflt: boolean): boolean {
 function seedParam(q: URLSearchParams, dflt: number): number {
   const v = q.get('seed');
   if (v === null || v === '') return dflt;
-  if (!/^-?\d{1,16}$/.test(v) || !Number.isSafeInteger(Number(v))) throw new HttpError(400, `seed must be an integer between -(2^53-1) and 2^53-1 (got ${JSON.stringify(v.slice(0, 40))})`);
+  if (!/^-?\d{1,16}$/.test(v) || !Number.isSafeInteger(Number(v)))
+    throw new HttpError(
+      400,
+      `seed must be an integer between -(2^53-1) and 2^53-1 (got ${JSON.stringify(v.slice(0, 40))})`,
+    );
   return Number(v);
 }
 
 export function registerDemoRoutes(app: HttpApp): void {
-  app.get('/api/v1/demos/2pc', (req) => ({ status: 200, body: runTwoPhaseCommit({ crash: boolParam(req.query, 'crash', false), seed: seedParam(req.query, demoSeedDefault) }) }));
-  app.get('/api/v1/demos/mvcc', (req) => ({ status: 200, body: runMvcc({ seed: seedParam(req.query, demoSeedDefault) }) }));
+  app.get('/api/v1/demos/2pc', (req) => ({
+    status: 200,
+    body: runTwoPhaseCommit({
+      crash: boolParam(req.query, 'crash', false),
+      seed: seedParam(req.query, demoSeedDefault),
+    }),
+  }));
+  app.get('/api/v1/demos/mvcc', (req) => ({
+    status: 200,
+    body: runMvcc({ seed: seedParam(req.query, demoSeedDefault) }),
+  }));
   app.get('/api/v1/demos/wal', async (req) => {
     const mode = req.query.get('mode') ?? 'buffered';
-    if (mode !== 'buffered' && mode !== 'fsync') throw new HttpError(400, `mode must be buffered or fsync (got ${JSON.stringify(mode.slice(0, 40))})`);
+    if (mode !== 'buffered' && mode !== 'fsync')
+      throw new HttpError(400, `mode must be buffered or fsync (got ${JSON.stringify(mode.slice(0, 40))})`);
     return { status: 200, body: await runWal({ mode }) };
   });
-  app.get('/api/v1/demos/swim', (req) => ({ status: 200, body: runSwim({ seed: seedParam(req.query, demoSeedDefault) }) }));
-  app.get('/api/v1/demos/paxos', (req) => ({ status: 200, body: runPaxos({ seed: seedParam(req.query, demoSeedDefault) }) }));
-  app.get('/api/v1/demos/detsim', (req) => ({ status: 200, body: runDetsim({ seed: seedParam(req.query, demoSeedDefault) }) }));
+  app.get('/api/v1/demos/swim', (req) => ({
+    status: 200,
+    body: runSwim({ seed: seedParam(req.query, demoSeedDefault) }),
+  }));
+  app.get('/api/v1/demos/paxos', (req) => ({
+    status: 200,
+    body: runPaxos({ seed: seedParam(req.query, demoSeedDefault) }),
+  }));
+  app.get('/api/v1/demos/detsim', (req) => ({
+    status: 200,
+    body: runDetsim({ seed: seedParam(req.query, demoSeedDefault) }),
+  }));
 }

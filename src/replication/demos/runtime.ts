@@ -57,7 +57,10 @@ export class DemoNet<M> {
   private stepsAtInstant = 0;
 
   constructor(opts: DemoNetOptions) {
-    invariant(opts.latency.minMs >= 0 && opts.latency.maxMs >= opts.latency.minMs, 'latency range must satisfy 0 <= min <= max');
+    invariant(
+      opts.latency.minMs >= 0 && opts.latency.maxMs >= opts.latency.minMs,
+      'latency range must satisfy 0 <= min <= max',
+    );
     const root = new SeededRng(opts.seed);
     this.fabric = new Fabric<M>({ rng: root.fork() });
     this.latencyRng = root.fork();

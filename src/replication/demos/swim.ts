@@ -114,7 +114,9 @@ export class SwimMember implements DemoActor<SwimMsg> {
 
   /** The least-sent updates ride along; each is retired after λ·log2(n) sends (§4.1). */
   private piggyback(): MemberUpdate[] {
-    const all = [...this.gossip.values()].sort((a, b) => a.sent - b.sent || (a.update.member < b.update.member ? -1 : 1));
+    const all = [...this.gossip.values()].sort(
+      (a, b) => a.sent - b.sent || (a.update.member < b.update.member ? -1 : 1),
+    );
     const picked = all.slice(0, this.params.piggybackMax);
     for (const g of picked) {
       g.sent++;
@@ -145,12 +147,22 @@ export class SwimMember implements DemoActor<SwimMsg> {
         this.markDead(u.member, u.incarnation, now, false);
         return;
       case 'suspect':
-        if ((v.status === 'alive' && u.incarnation >= v.incarnation) || (v.status === 'suspect' && u.incarnation > v.incarnation)) {
+        if (
+          (v.status === 'alive' && u.incarnation >= v.incarnation) ||
+          (v.status === 'suspect' && u.incarnation > v.incarnation)
+        ) {
           v.status = 'suspect';
           v.incarnation = u.incarnation;
           v.suspectSince = now;
           this.enqueue(u);
-          this.events.push({ kind: 'suspect', at: now, by: this.id, member: u.member, incarnation: u.incarnation, own: false });
+          this.events.push({
+            kind: 'suspect',
+            at: now,
+            by: this.id,
+            member: u.member,
+            incarnation: u.incarnation,
+            own: false,
+          });
         }
         return;
       case 'alive':
@@ -159,7 +171,14 @@ export class SwimMember implements DemoActor<SwimMsg> {
           v.status = 'alive';
           v.incarnation = u.incarnation;
           this.enqueue(u);
-          if (wasSuspect) this.events.push({ kind: 'alive_again', at: now, by: this.id, member: u.member, incarnation: u.incarnation });
+          if (wasSuspect)
+            this.events.push({
+              kind: 'alive_again',
+              at: now,
+              by: this.id,
+              member: u.member,
+              incarnation: u.incarnation,
+            });
         }
         return;
       default:
@@ -222,14 +241,17 @@ export class SwimMember implements DemoActor<SwimMsg> {
     const p = this.probe;
     if (p && !p.acked && !p.indirect && now >= p.indirectAt) this.askForIndirectProbes(p, now);
     for (const [member, v] of this.view) {
-      if (v.status === 'suspect' && now >= v.suspectSince + this.params.suspicionTimeoutMs) this.markDead(member, v.incarnation, now, true);
+      if (v.status === 'suspect' && now >= v.suspectSince + this.params.suspicionTimeoutMs)
+        this.markDead(member, v.incarnation, now, true);
     }
     if (now >= this.nextProbeAt) this.startPeriod(now);
   }
 
   private askForIndirectProbes(p: Probe, now: number): void {
     p.indirect = true;
-    const candidates = [...this.view.entries()].filter(([m, v]) => m !== p.target && v.status !== 'dead').map(([m]) => m);
+    const candidates = [...this.view.entries()]
+      .filter(([m, v]) => m !== p.target && v.status !== 'dead')
+      .map(([m]) => m);
     const relays: string[] = [];
     while (relays.length < this.params.indirectProbes && candidates.length > 0) {
       relays.push(candidates.splice(this.rng.int(candidates.length), 1)[0] as string);
@@ -343,21 +365,36 @@ export function runSwim(opts: { seed?: number; params?: Partial<SwimParams> } = 
   net.runUntil(Math.min(endMs, net.now + 2_000));
 
   const deadAt: Record<string, number | null> = {};
-  for (const n of live) deadAt[n.id] = events.find((e) => e.kind === 'dead' && e.by === n.id && e.member === failed)?.at ?? null;
+  for (const n of live)
+    deadAt[n.id] = events.find((e) => e.kind === 'dead' && e.by === n.id && e.member === failed)?.at ?? null;
   const detected = allDeclared();
   const detectionAt = detected ? Math.max(...Object.values(deadAt).map((x) => x ?? 0)) : null;
   const isLive = (m: string): boolean => m !== failed;
-  const falsePositives = new Set(events.filter((e) => e.kind === 'dead' && isLive(e.member)).map((e) => (e.kind === 'dead' ? `${e.by}:${e.member}` : ''))).size;
+  const falsePositives = new Set(
+    events
+      .filter((e) => e.kind === 'dead' && isLive(e.member))
+      .map((e) => (e.kind === 'dead' ? `${e.by}:${e.member}` : '')),
+  ).size;
   const firstSuspect = events.find((e) => e.kind === 'suspect' && e.member === failed && e.at >= failAtMs);
   const stats = net.fabric.stats();
 
   const narrator = new Narrator();
-  narrator.note(`Setup: ${members.length} members ${members.join(', ')}; protocol period ${params.protocolPeriodMs} ms, ping timeout ${params.pingTimeoutMs} ms, k=${params.indirectProbes} indirect probes, suspicion timeout ${params.suspicionTimeoutMs} ms; latencies 2-15 ms (seed ${seed}).`);
-  narrator.note(`Faulty links: m1->m2 drops everything, m4<->m5 drops 30%. Member ${failed} stops answering at t=${failAtMs} ms.`);
+  narrator.note(
+    `Setup: ${members.length} members ${members.join(', ')}; protocol period ${params.protocolPeriodMs} ms, ping ` +
+      `timeout ${params.pingTimeoutMs} ms, k=${params.indirectProbes} indirect probes, suspicion timeout ` +
+      `${params.suspicionTimeoutMs} ms; latencies 2-15 ms (seed ${seed}).`,
+  );
+  narrator.note(
+    `Faulty links: m1->m2 drops everything, m4<->m5 drops 30%. Member ${failed} stops answering at t=${failAtMs} ms.`,
+  );
   narrate(narrator, events, failed, failAtMs, params);
-  narrator.note(detected
-    ? `Outcome: every live member declared ${failed} dead within ${(detectionAt as number) - failAtMs} ms of its failure; ${falsePositives} live member(s) were wrongly declared dead; ${events.filter((e) => e.kind === 'indirect_ack').length} probes were saved by indirect pings.`
-    : `Outcome: ${failed} was NOT declared dead by every live member by t=${endMs} ms.`);
+  narrator.note(
+    detected
+      ? `Outcome: every live member declared ${failed} dead within ${(detectionAt as number) - failAtMs} ms of its ` +
+          `failure; ${falsePositives} live member(s) were wrongly declared dead; ` +
+          `${events.filter((e) => e.kind === 'indirect_ack').length} probes were saved by indirect pings.`
+      : `Outcome: ${failed} was NOT declared dead by every live member by t=${endMs} ms.`,
+  );
 
   return {
     demo: 'swim',
@@ -399,29 +436,53 @@ function narrate(narrator: Narrator, events: SwimEvent[], failed: string, failAt
       case 'indirect_probe':
         if (e.target === failed && e.at >= failAtMs && !probesOfFailedShown) {
           probesOfFailedShown = true;
-          narrator.say(e.at, `${e.by}'s ping to ${failed} went unanswered; it asks ${e.relays.join(', ')} to ping ${failed} for it (ping-req).`);
+          narrator.say(
+            e.at,
+            `${e.by}'s ping to ${failed} went unanswered; it asks ${e.relays.join(', ')} to ping ` +
+              `${failed} for it (ping-req).`,
+          );
         }
         break;
       case 'indirect_ack':
         if (savedShown < 2) {
           savedShown++;
-          narrator.say(e.at, `${e.by} could not reach ${e.target} directly, but an indirect ping through another member got ${e.target}'s ack: no suspicion needed.`);
+          narrator.say(
+            e.at,
+            `${e.by} could not reach ${e.target} directly, but an indirect ping through another ` +
+              `member got ${e.target}'s ` +
+              'ack: no suspicion needed.',
+          );
         }
         break;
       case 'suspect':
-        if (e.own) narrator.say(e.at, `${e.by} heard nothing from ${e.member} during its whole period and marks it SUSPECT (incarnation ${e.incarnation}); the news rides on its next messages.`);
+        if (e.own)
+          narrator.say(
+            e.at,
+            `${e.by} heard nothing from ${e.member} during its whole period and marks it SUSPECT (incarnation ` +
+              `${e.incarnation}); the news rides on its next messages.`,
+          );
         else if (gossipShown < 2) {
           gossipShown++;
-          narrator.say(e.at, `${e.by} learns from a piggybacked update that ${e.member} is suspect and starts its own suspicion timer.`);
+          narrator.say(
+            e.at,
+            `${e.by} learns from a piggybacked update that ${e.member} is suspect and starts its own suspicion timer.`,
+          );
         }
         break;
       case 'refute':
-        narrator.say(e.at, `${e.member} learns it is suspected and refutes: it is ALIVE with incarnation ${e.incarnation}.`);
+        narrator.say(
+          e.at,
+          `${e.member} learns it is suspected and refutes: it is ALIVE with incarnation ${e.incarnation}.`,
+        );
         break;
       case 'dead':
-        narrator.say(e.at, e.own
-          ? `${e.member}'s suspicion at ${e.by} was not refuted within ${params.suspicionTimeoutMs} ms: ${e.by} declares it DEAD.`
-          : `${e.by} learns from gossip that ${e.member} is DEAD.`);
+        narrator.say(
+          e.at,
+          e.own
+            ? `${e.member}'s suspicion at ${e.by} was not refuted within ` +
+                `${params.suspicionTimeoutMs} ms: ${e.by} declares it DEAD.`
+            : `${e.by} learns from gossip that ${e.member} is DEAD.`,
+        );
         break;
       case 'alive_again':
         break;

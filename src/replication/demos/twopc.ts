@@ -80,9 +80,21 @@ export class Coordinator implements DemoActor<TwoPcMsg> {
   begin(tx: string, writes: Record<string, Record<string, string>>, now: number): void {
     const participants = Object.keys(writes);
     this.disk.log.push({ kind: 'begin', tx, at: now, participants, writes });
-    this.txs.set(tx, { participants, votes: new Map(), decision: undefined, acks: new Set(), voteDeadline: now + twoPcTimings.voteTimeoutMs, resendAt: Infinity, ended: false });
-    for (const p of participants) this.out.push({ to: p, msg: { t: 'prepare', tx, writes: writes[p] ?? {}, participants } });
-    this.narrator.say(now, `Coordinator ${this.id} logs BEGIN for ${tx} and sends PREPARE to ${participants.join(', ')}.`);
+    this.txs.set(tx, {
+      participants,
+      votes: new Map(),
+      decision: undefined,
+      acks: new Set(),
+      voteDeadline: now + twoPcTimings.voteTimeoutMs,
+      resendAt: Infinity,
+      ended: false,
+    });
+    for (const p of participants)
+      this.out.push({ to: p, msg: { t: 'prepare', tx, writes: writes[p] ?? {}, participants } });
+    this.narrator.say(
+      now,
+      `Coordinator ${this.id} logs BEGIN for ${tx} and sends PREPARE to ${participants.join(', ')}.`,
+    );
   }
 
   /**
@@ -98,7 +110,14 @@ export class Coordinator implements DemoActor<TwoPcMsg> {
       else if (r.kind === 'decision') decided.set(r.tx, r.decision);
       else ended.add(r.tx);
     }
-    this.narrator.say(now, `Coordinator ${this.id} restarts and replays its log: ${this.disk.log.map((r) => `${r.kind.toUpperCase()}${r.kind === 'decision' ? `(${r.decision})` : ''} ${r.tx}`).join(', ')}.`);
+    this.narrator.say(
+      now,
+      `Coordinator ${this.id} restarts and replays its log: ` +
+        this.disk.log
+          .map((r) => `${r.kind.toUpperCase()}${r.kind === 'decision' ? `(${r.decision})` : ''} ${r.tx}`)
+          .join(', ') +
+        '.',
+    );
     for (const [tx, b] of begins) {
       if (ended.has(tx)) continue;
       let decision = decided.get(tx);
@@ -107,9 +126,21 @@ export class Coordinator implements DemoActor<TwoPcMsg> {
         this.disk.log.push({ kind: 'decision', tx, at: now, decision });
         this.narrator.say(now, `No decision was logged for ${tx}, so the coordinator presumes abort and logs it.`);
       } else {
-        this.narrator.say(now, `The log says ${tx} was decided ${decision.toUpperCase()}, so the coordinator re-sends that decision to ${b.participants.join(', ')}.`);
+        this.narrator.say(
+          now,
+          `The log says ${tx} was decided ${decision.toUpperCase()}, so the coordinator re-sends that decision to ` +
+            `${b.participants.join(', ')}.`,
+        );
       }
-      this.txs.set(tx, { participants: b.participants, votes: new Map(), decision, acks: new Set(), voteDeadline: Infinity, resendAt: now + twoPcTimings.retryMs, ended: false });
+      this.txs.set(tx, {
+        participants: b.participants,
+        votes: new Map(),
+        decision,
+        acks: new Set(),
+        voteDeadline: Infinity,
+        resendAt: now + twoPcTimings.retryMs,
+        ended: false,
+      });
       for (const p of b.participants) this.out.push({ to: p, msg: { t: 'decision', tx, decision } });
     }
   }
@@ -138,7 +169,8 @@ export class Coordinator implements DemoActor<TwoPcMsg> {
         s.votes.set(from, msg.yes);
         this.narrator.say(now, `Coordinator receives ${from}'s vote: ${msg.yes ? 'YES' : 'NO'}.`);
         if (!msg.yes) this.decide(msg.tx, s, 'abort', now, `${from} voted no`);
-        else if (s.participants.every((p) => s.votes.get(p) === true)) this.decide(msg.tx, s, 'commit', now, 'all participants voted yes');
+        else if (s.participants.every((p) => s.votes.get(p) === true))
+          this.decide(msg.tx, s, 'commit', now, 'all participants voted yes');
         return;
       }
       case 'ack': {
@@ -149,7 +181,10 @@ export class Coordinator implements DemoActor<TwoPcMsg> {
           s.ended = true;
           s.resendAt = Infinity;
           this.disk.log.push({ kind: 'end', tx: msg.tx, at: now });
-          this.narrator.say(now, `Every participant acknowledged; coordinator logs END for ${msg.tx} and may forget it.`);
+          this.narrator.say(
+            now,
+            `Every participant acknowledged; coordinator logs END for ${msg.tx} and may forget it.`,
+          );
         }
         return;
       }
@@ -174,10 +209,12 @@ export class Coordinator implements DemoActor<TwoPcMsg> {
   onTick(now: number): void {
     if (this.halted) return;
     for (const [tx, s] of this.txs) {
-      if (s.decision === undefined && now >= s.voteDeadline) this.decide(tx, s, 'abort', now, 'votes missing at the timeout');
+      if (s.decision === undefined && now >= s.voteDeadline)
+        this.decide(tx, s, 'abort', now, 'votes missing at the timeout');
       if (s.decision !== undefined && !s.ended && now >= s.resendAt) {
         s.resendAt = now + twoPcTimings.retryMs;
-        for (const p of s.participants) if (!s.acks.has(p)) this.out.push({ to: p, msg: { t: 'decision', tx, decision: s.decision } });
+        for (const p of s.participants)
+          if (!s.acks.has(p)) this.out.push({ to: p, msg: { t: 'decision', tx, decision: s.decision } });
       }
     }
   }
@@ -227,7 +264,11 @@ export class Participant implements DemoActor<TwoPcMsg> {
   private readonly txs = new Map<string, PartTx>();
   private out: Array<Outgoing<TwoPcMsg>> = [];
 
-  constructor(id: string, initial: Record<string, string>, private readonly narrator: Narrator) {
+  constructor(
+    id: string,
+    initial: Record<string, string>,
+    private readonly narrator: Narrator,
+  ) {
     this.id = id;
     for (const [k, v] of Object.entries(initial)) this.store.set(k, v);
   }
@@ -242,7 +283,13 @@ export class Participant implements DemoActor<TwoPcMsg> {
         if (this.txs.has(msg.tx)) return;
         const busy = Object.keys(msg.writes).some((k) => this.locks.has(k));
         if (busy) {
-          this.txs.set(msg.tx, { writes: msg.writes, participants: msg.participants, coordinator: from, state: 'abort', queryAt: Infinity });
+          this.txs.set(msg.tx, {
+            writes: msg.writes,
+            participants: msg.participants,
+            coordinator: from,
+            state: 'abort',
+            queryAt: Infinity,
+          });
           this.out.push({ to: from, msg: { t: 'vote', tx: msg.tx, yes: false } });
           this.narrator.say(now, `${this.id} cannot lock its keys for ${msg.tx} and votes NO.`);
           return;
@@ -253,7 +300,13 @@ export class Participant implements DemoActor<TwoPcMsg> {
           this.locks.set(k, msg.tx);
           this.lockSpans.push({ participant: this.id, key: k, acquired_at_ms: now, released_at_ms: null, held_ms: 0 });
         }
-        this.txs.set(msg.tx, { writes: msg.writes, participants: msg.participants, coordinator: from, state: 'prepared', queryAt: now + twoPcTimings.decisionTimeoutMs });
+        this.txs.set(msg.tx, {
+          writes: msg.writes,
+          participants: msg.participants,
+          coordinator: from,
+          state: 'prepared',
+          queryAt: now + twoPcTimings.decisionTimeoutMs,
+        });
         this.out.push({ to: from, msg: { t: 'vote', tx: msg.tx, yes: true } });
         this.narrator.say(now, `${this.id} locks ${Object.keys(msg.writes).join(', ')}, logs PREPARED and votes YES.`);
         return;
@@ -267,7 +320,11 @@ export class Participant implements DemoActor<TwoPcMsg> {
           const s = this.txs.get(msg.tx);
           if (s?.state === 'prepared' && this.blockedSince === undefined) {
             this.blockedSince = now;
-            this.narrator.say(now, `${from} is uncertain too: ${this.id} is BLOCKED, still holding its lock, until someone who knows the decision answers.`);
+            this.narrator.say(
+              now,
+              `${from} is uncertain too: ${this.id} is BLOCKED, still holding its lock, until someone who knows the ` +
+                'decision answers.',
+            );
           }
           return;
         }
@@ -284,7 +341,11 @@ export class Participant implements DemoActor<TwoPcMsg> {
         const holder = this.locks.get(msg.key);
         if (holder !== undefined) {
           this.out.push({ to: from, msg: { t: 'read_reply', key: msg.key, outcome: 'locked' } });
-          this.narrator.say(now, `A client asks ${this.id} for ${msg.key}; it is write-locked by ${holder}, so the read must wait (refused here).`);
+          this.narrator.say(
+            now,
+            `A client asks ${this.id} for ${msg.key}; it is write-locked by ${holder}, so the read ` +
+              'must wait (refused here).',
+          );
         } else {
           const value = this.store.get(msg.key) ?? '';
           this.out.push({ to: from, msg: { t: 'read_reply', key: msg.key, outcome: 'value', value } });
@@ -316,14 +377,27 @@ export class Participant implements DemoActor<TwoPcMsg> {
         span.held_ms = now - span.acquired_at_ms;
       }
     }
-    const applied = decision === 'commit' ? `applies ${Object.entries(s.writes).map(([k, v]) => `${k}=${v}`).join(', ')}` : 'discards its writes';
-    this.narrator.say(now, `${this.id} learns ${decision.toUpperCase()} from ${from}, ${applied} and releases its lock.`);
+    const applied =
+      decision === 'commit'
+        ? `applies ${Object.entries(s.writes)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ')}`
+        : 'discards its writes';
+    this.narrator.say(
+      now,
+      `${this.id} learns ${decision.toUpperCase()} from ${from}, ${applied} and releases its lock.`,
+    );
   }
 
   onTick(now: number): void {
     for (const [tx, s] of this.txs) {
       if (s.state !== 'prepared' || now < s.queryAt) continue;
-      if (this.queriesSent === 0) this.narrator.say(now, `${this.id} has waited ${twoPcTimings.decisionTimeoutMs} ms without a decision; being prepared it may not abort alone, so it asks the coordinator and its peers.`);
+      if (this.queriesSent === 0)
+        this.narrator.say(
+          now,
+          `${this.id} has waited ${twoPcTimings.decisionTimeoutMs} ms without a decision; being prepared it may not ` +
+            'abort alone, so it asks the coordinator and its peers.',
+        );
       else if (this.blockedSince === undefined) {
         // A whole retry interval and still nobody told it the outcome (no answer at all): blocked too.
         this.blockedSince = now;
@@ -331,7 +405,8 @@ export class Participant implements DemoActor<TwoPcMsg> {
       }
       this.queriesSent++;
       s.queryAt = now + twoPcTimings.retryMs;
-      for (const p of [s.coordinator, ...s.participants.filter((x) => x !== this.id)]) this.out.push({ to: p, msg: { t: 'query', tx } });
+      for (const p of [s.coordinator, ...s.participants.filter((x) => x !== this.id)])
+        this.out.push({ to: p, msg: { t: 'query', tx } });
     }
   }
 
@@ -354,7 +429,12 @@ class ReadingClient implements DemoActor<TwoPcMsg> {
   private out: Array<Outgoing<TwoPcMsg>> = [];
   private readAt: number;
 
-  constructor(readonly id: string, private readonly target: string, private readonly key: string, readAt: number) {
+  constructor(
+    readonly id: string,
+    private readonly target: string,
+    private readonly key: string,
+    readAt: number,
+  ) {
     this.readAt = readAt;
   }
 
@@ -395,7 +475,13 @@ export interface TwoPcReport {
   locks: LockSpan[];
   /** The longest time any participant held a lock for the transaction (virtual ms). */
   max_lock_held_ms: number;
-  client_read: { key: string; participant: string; at_ms: number | null; outcome: 'value' | 'locked' | 'no_reply'; value?: string };
+  client_read: {
+    key: string;
+    participant: string;
+    at_ms: number | null;
+    outcome: 'value' | 'locked' | 'no_reply';
+    value?: string;
+  };
   final_values: Record<string, Record<string, string>>;
   coordinator_log: CoordinatorLogRecord[];
   messages_sent: number;
@@ -422,8 +508,14 @@ export function runTwoPhaseCommit(opts: { crash: boolean; seed?: number }): TwoP
   const narrator = new Narrator();
   const net = new DemoNet<TwoPcMsg>({ seed, latency: { minMs: 2, maxMs: 12 } });
   const disk: CoordinatorDisk = { log: [] };
-  narrator.note(`Setup: coordinator c and participants p1 (alice=100), p2 (bob=50), p3 (carol=0); one-way latencies 2-12 ms (seed ${seed}). Transaction ${tx} moves 30 from alice: alice=70, bob=60, carol=20.`);
-  if (opts.crash) narrator.note('Fault: the coordinator will crash right after it forces its decision to the log, before telling anyone.');
+  narrator.note(
+    'Setup: coordinator c and participants p1 (alice=100), p2 (bob=50), p3 (carol=0); one-way latencies 2-12 ms ' +
+      `(seed ${seed}). Transaction ${tx} moves 30 from alice: alice=70, bob=60, carol=20.`,
+  );
+  if (opts.crash)
+    narrator.note(
+      'Fault: the coordinator will crash right after it forces its decision to the log, before telling anyone.',
+    );
 
   const coordinator = new Coordinator('c', disk, opts.crash ? 'crash_after_decision_logged' : 'none', narrator, 0);
   const parts = Object.keys(initialValues).map((id) => new Participant(id, initialValues[id] ?? {}, narrator));
@@ -443,7 +535,10 @@ export function runTwoPhaseCommit(opts: { crash: boolean; seed?: number }): TwoP
       crashedAt = net.now;
       net.crash('c');
       const prepared = parts.filter((p) => p.txState(tx) === 'prepared').map((p) => p.id);
-      narrator.say(net.now, `Coordinator c CRASHES before sending the decision; ${prepared.join(', ')} are prepared and hold their locks.`);
+      narrator.say(
+        net.now,
+        `Coordinator c CRASHES before sending the decision; ${prepared.join(', ')} are prepared and hold their locks.`,
+      );
     }
     if (crashedAt !== null && recoveredAt === null && net.now >= crashedAt + twoPcTimings.coordinatorDowntimeMs) {
       recoveredAt = net.now;
@@ -452,7 +547,8 @@ export function runTwoPhaseCommit(opts: { crash: boolean; seed?: number }): TwoP
     }
     const ended = disk.log.some((r) => r.kind === 'end' && r.tx === tx);
     if (ended && allDecided() && client.replyAt !== undefined) break;
-    const wakeAt = crashedAt !== null && recoveredAt === null ? crashedAt + twoPcTimings.coordinatorDowntimeMs : Infinity;
+    const wakeAt =
+      crashedAt !== null && recoveredAt === null ? crashedAt + twoPcTimings.coordinatorDowntimeMs : Infinity;
     if (net.nextEventAt() > wakeAt) {
       net.runUntil(wakeAt);
       continue;
@@ -460,20 +556,28 @@ export function runTwoPhaseCommit(opts: { crash: boolean; seed?: number }): TwoP
     if (!net.step()) break;
   }
 
-  const decisionRec = disk.log.find((r): r is Extract<CoordinatorLogRecord, { kind: 'decision' }> => r.kind === 'decision' && r.tx === tx);
+  const decisionRec = disk.log.find(
+    (r): r is Extract<CoordinatorLogRecord, { kind: 'decision' }> => r.kind === 'decision' && r.tx === tx,
+  );
   const decision = decisionRec?.decision ?? null;
   const committed = decision === 'commit' && parts.every((p) => p.txState(tx) === 'commit');
   const blockedParticipants = parts.filter((p) => p.blockedSince !== undefined).map((p) => p.id);
-  const endedAfterRestart = recoveredAt !== null && disk.log.some((r) => r.kind === 'end' && r.tx === tx && r.at >= (recoveredAt as number));
-  const locks = parts.flatMap((p) => p.lockSpans.map((l) => ({ ...l, held_ms: l.released_at_ms === null ? net.now - l.acquired_at_ms : l.held_ms })));
+  const endedAfterRestart =
+    recoveredAt !== null && disk.log.some((r) => r.kind === 'end' && r.tx === tx && r.at >= (recoveredAt as number));
+  const locks = parts.flatMap((p) =>
+    p.lockSpans.map((l) => ({ ...l, held_ms: l.released_at_ms === null ? net.now - l.acquired_at_ms : l.held_ms })),
+  );
   const finalValues: Record<string, Record<string, string>> = {};
   for (const p of parts) finalValues[p.id] = Object.fromEntries(p.store);
 
   const crashed = crashedAt !== null;
   narrator.note(
     crashed
-      ? `Outcome: ${blockedParticipants.length} participant(s) blocked for up to ${Math.max(0, ...locks.map((l) => l.held_ms))} ms holding locks; the recovered coordinator ${endedAfterRestart ? 'completed' : 'did not complete'} the ${decision ?? 'missing'} decision from its log.`
-      : `Outcome: ${committed ? 'committed' : 'not committed'} with no blocking; locks were held for at most ${Math.max(0, ...locks.map((l) => l.held_ms))} ms.`,
+      ? `Outcome: ${blockedParticipants.length} participant(s) blocked for up to ` +
+          `${Math.max(0, ...locks.map((l) => l.held_ms))} ms holding locks; the recovered coordinator ` +
+          `${endedAfterRestart ? 'completed' : 'did not complete'} the ${decision ?? 'missing'} decision from its log.`
+      : `Outcome: ${committed ? 'committed' : 'not committed'} with no blocking; locks were held for at most ` +
+          `${Math.max(0, ...locks.map((l) => l.held_ms))} ms.`,
   );
 
   return {

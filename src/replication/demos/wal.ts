@@ -17,9 +17,7 @@ import { DemoNet, Narrator, type DemoActor, type Outgoing } from './runtime.js';
 
 export type WalMode = 'buffered' | 'fsync';
 
-export type WalMsg =
-  | { t: 'put'; seq: number; key: string; value: string }
-  | { t: 'ack'; seq: number };
+export type WalMsg = { t: 'put'; seq: number; key: string; value: string } | { t: 'ack'; seq: number };
 
 export interface WalRecord {
   seq: number;
@@ -93,7 +91,11 @@ export class WalServer implements DemoActor<WalMsg> {
   private out: Array<Outgoing<WalMsg>> = [];
   private readonly bySeq = new Map<number, WalRecord>();
 
-  constructor(id: string, readonly mode: WalMode, private readonly narrator: Narrator) {
+  constructor(
+    id: string,
+    readonly mode: WalMode,
+    private readonly narrator: Narrator,
+  ) {
     this.id = id;
   }
 
@@ -110,19 +112,36 @@ export class WalServer implements DemoActor<WalMsg> {
           case 'buffered':
             // Acknowledge first, persist later: fast, and exposed until the next flush.
             this.buffer.push(r);
-            this.ackNow(from, r, now, `${this.id} appends write #${r.seq} (${r.key}=${r.value}) to its memory buffer and ACKs at once (${this.buffer.length}/${walTimings.flushEveryWrites} buffered).`);
+            this.ackNow(
+              from,
+              r,
+              now,
+              `${this.id} appends write #${r.seq} (${r.key}=${r.value}) to its memory buffer and ACKs at once ` +
+                `(${this.buffer.length}/${walTimings.flushEveryWrites} buffered).`,
+            );
             if (this.buffer.length >= walTimings.flushEveryWrites) {
               const seqs = this.buffer.map((b) => b.seq);
-              this.io.push({ kind: 'write', data: this.buffer.map(encodeRecord).join(''), seqs }, { kind: 'sync', seqs });
+              this.io.push(
+                { kind: 'write', data: this.buffer.map(encodeRecord).join(''), seqs },
+                { kind: 'sync', seqs },
+              );
               this.buffer = [];
-              this.narrator.say(now, `The buffer is full: ${this.id} writes records #${seqs[0]}-#${seqs[seqs.length - 1]} to the log file and calls fsync.`);
+              this.narrator.say(
+                now,
+                `The buffer is full: ${this.id} writes records #${seqs[0]}-#${seqs[seqs.length - 1]} ` +
+                  'to the log file and calls fsync.',
+              );
             }
             return;
           case 'fsync':
             // Write-ahead rule: the record is on stable storage before anyone is told it happened.
             this.io.push({ kind: 'write', data: encodeRecord(r), seqs: [r.seq] }, { kind: 'sync', seqs: [r.seq] });
             this.held.push({ seq: r.seq, to: from, releaseAt: now + walTimings.fsyncCostMs });
-            this.narrator.say(now, `${this.id} writes #${r.seq} (${r.key}=${r.value}) to the log file and calls fsync; the ACK waits for it.`);
+            this.narrator.say(
+              now,
+              `${this.id} writes #${r.seq} (${r.key}=${r.value}) to the log file and calls fsync; ` +
+                'the ACK waits for it.',
+            );
             return;
           default:
             return unreachable(this.mode);
@@ -157,7 +176,8 @@ export class WalServer implements DemoActor<WalMsg> {
     const keep: HeldAck[] = [];
     for (const h of this.held) {
       const r = this.bySeq.get(h.seq);
-      if (r && now >= h.releaseAt && this.durable.has(h.seq)) this.ackNow(h.to, r, now, `fsync of #${h.seq} returned: ${this.id} ACKs it.`);
+      if (r && now >= h.releaseAt && this.durable.has(h.seq))
+        this.ackNow(h.to, r, now, `fsync of #${h.seq} returned: ${this.id} ACKs it.`);
       else keep.push(h);
     }
     this.held = keep;
@@ -182,7 +202,10 @@ class WritingClient implements DemoActor<WalMsg> {
   private nextAt = 0;
   private out: Array<Outgoing<WalMsg>> = [];
 
-  constructor(readonly id: string, private readonly server: string) {}
+  constructor(
+    readonly id: string,
+    private readonly server: string,
+  ) {}
 
   onMessage(_from: string, msg: WalMsg, now: number): void {
     if (msg.t === 'ack') this.ackedAt.set(msg.seq, now);
@@ -245,14 +268,21 @@ export async function runWal(opts: { mode: WalMode; seed?: number }): Promise<Wa
   let fsyncWallMs = 0;
   let deleted = false;
   try {
-    narrator.note(mode === 'buffered'
-      ? `Mode buffered: the server ACKs each write at once and flushes (write + fsync) its buffer every ${walTimings.flushEveryWrites} writes to ${file}.`
-      : `Mode fsync: the server writes each record to ${file} and ACKs only after fsync returns (modelled as ${walTimings.fsyncCostMs} ms of virtual time).`);
+    narrator.note(
+      mode === 'buffered'
+        ? 'Mode buffered: the server ACKs each write at once and flushes (write + fsync) its buffer every ' +
+            `${walTimings.flushEveryWrites} writes to ${file}.`
+        : `Mode fsync: the server writes each record to ${file} and ACKs only after fsync returns (modelled as ` +
+            `${walTimings.fsyncCostMs} ms of virtual time).`,
+    );
     const server = new WalServer('wal', mode, narrator);
     const client = new WritingClient('client', 'wal');
     net.add(server);
     net.add(client);
-    narrator.note(`The client sends ${walTimings.writes} writes, one every ${walTimings.writeIntervalMs} ms; the server crashes once the last one is acknowledged.`);
+    narrator.note(
+      `The client sends ${walTimings.writes} writes, one every ${walTimings.writeIntervalMs} ms; the server ` +
+        'crashes once the last one is acknowledged.',
+    );
 
     const horizonMs = 2_000;
     while (client.ackedAt.size < walTimings.writes && net.now < horizonMs) {
@@ -283,7 +313,11 @@ export async function runWal(opts: { mode: WalMode; seed?: number }): Promise<Wa
     await fh.close();
     fh = undefined;
     const ackedSeqs = [...client.ackedAt.keys()].sort((a, b) => a - b);
-    narrator.say(crashedAt, `CRASH: the server dies with ${ackedSeqs.length} writes acknowledged, ${unflushed} of them still only in its memory buffer.`);
+    narrator.say(
+      crashedAt,
+      `CRASH: the server dies with ${ackedSeqs.length} writes acknowledged, ${unflushed} of them still only in its ` +
+        'memory buffer.',
+    );
 
     // Recovery: re-read the log from disk and replay it.
     const text = await readFile(file, 'utf8');
@@ -294,10 +328,20 @@ export async function runWal(opts: { mode: WalMode; seed?: number }): Promise<Wa
     for (const r of replay.records) recoveredValues[r.key] = r.value;
     const bySeq = new Map(server.acked.map((r) => [r.seq, r]));
     const lostWrites = ackedSeqs.filter((s) => !recoveredSeqs.has(s)).map((s) => bySeq.get(s) as WalRecord);
-    narrator.say(crashedAt, `Recovery re-reads ${fileBytes} bytes of log and replays ${replay.records.length} records${replay.discarded_tail_bytes > 0 ? `, discarding a ${replay.discarded_tail_bytes}-byte torn tail` : ''}.`);
-    narrator.say(crashedAt, lostWrites.length > 0
-      ? `${lostWrites.length} acknowledged write(s) are gone: ${lostWrites.map((r) => `#${r.seq} ${r.key}=${r.value}`).join(', ')}. The client was told they succeeded.`
-      : 'Every acknowledged write is in the replayed log: nothing the client was told about was lost.');
+    narrator.say(
+      crashedAt,
+      `Recovery re-reads ${fileBytes} bytes of log and replays ${replay.records.length} ` +
+        'records' +
+        (replay.discarded_tail_bytes > 0 ? `, discarding a ${replay.discarded_tail_bytes}-byte torn tail` : '') +
+        '.',
+    );
+    narrator.say(
+      crashedAt,
+      lostWrites.length > 0
+        ? `${lostWrites.length} acknowledged write(s) are gone: ` +
+            `${lostWrites.map((r) => `#${r.seq} ${r.key}=${r.value}`).join(', ')}. The client was told they succeeded.`
+        : 'Every acknowledged write is in the replayed log: nothing the client was told about was lost.',
+    );
 
     const latencies = ackedSeqs.map((s) => (client.ackedAt.get(s) as number) - (client.sentAt.get(s) as number));
     await rm(dir, { recursive: true, force: true });

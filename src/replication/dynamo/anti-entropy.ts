@@ -77,7 +77,8 @@ export function aePlan(mine: Digests, answer: AeKeys, max: number): AePlan {
   const wanted = new Set(answer.buckets);
   const push: string[] = [];
   const pull: string[] = [];
-  const lastListed = answer.entries.length > 0 ? (answer.entries[answer.entries.length - 1] as [string, string])[0] : '';
+  const lastListed =
+    answer.entries.length > 0 ? (answer.entries[answer.entries.length - 1] as [string, string])[0] : '';
   for (const [key, digest] of [...mine.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
     if (!wanted.has(bucketOf(key, merkleBuckets))) continue;
     // A truncated answer says nothing about keys past its last one: leave them to the next round.

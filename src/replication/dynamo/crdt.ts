@@ -261,10 +261,19 @@ export function applyCrdtOp(current: CrdtState | null, op: CrdtOp, replica: Node
       const s = base.crdt === 'or_set' ? base.state : { adds: {}, removes: [] };
       if (op.op === 'add') {
         const tag = `${replica}:${ts}`;
-        return { crdt: 'or_set', state: { adds: { ...s.adds, [op.elem]: sortedUnique([...(s.adds[op.elem] ?? []), tag]) }, removes: s.removes } };
+        return {
+          crdt: 'or_set',
+          state: {
+            adds: { ...s.adds, [op.elem]: sortedUnique([...(s.adds[op.elem] ?? []), tag]) },
+            removes: s.removes,
+          },
+        };
       }
       // Observed remove: tombstone exactly the tags this replica has seen; concurrent adds survive.
-      return { crdt: 'or_set', state: { adds: s.adds, removes: sortedUnique([...s.removes, ...(s.adds[op.elem] ?? [])]) } };
+      return {
+        crdt: 'or_set',
+        state: { adds: s.adds, removes: sortedUnique([...s.removes, ...(s.adds[op.elem] ?? [])]) },
+      };
     }
     case 'lww_map': {
       const s = base.crdt === 'lww_map' ? base.state : {};
@@ -280,9 +289,7 @@ export function crdtValue(s: CrdtState): number | string[] | Record<string, stri
     case 'g_counter':
       return Object.values(s.state).reduce((a, b) => a + b, 0);
     case 'pn_counter':
-      return (
-        Object.values(s.state.p).reduce((a, b) => a + b, 0) - Object.values(s.state.n).reduce((a, b) => a + b, 0)
-      );
+      return Object.values(s.state.p).reduce((a, b) => a + b, 0) - Object.values(s.state.n).reduce((a, b) => a + b, 0);
     case 'or_set': {
       const removed = new Set(s.state.removes);
       return Object.keys(s.state.adds)

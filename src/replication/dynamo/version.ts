@@ -68,7 +68,10 @@ export function isVersionArray(x: unknown): x is Version[] {
 }
 
 export function isPairArray(x: unknown): x is Array<[string, string]> {
-  return Array.isArray(x) && x.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string');
+  return (
+    Array.isArray(x) &&
+    x.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string')
+  );
 }
 
 export function isNumberArray(x: unknown): x is number[] {

@@ -15,7 +15,9 @@ export class ClusterGone extends Error {
   }
 }
 
-export type ApiResult<T> = { ok: true; status: number; body: T; ms: number } | { ok: false; status: number; error: string; ms: number };
+export type ApiResult<T> =
+  | { ok: true; status: number; body: T; ms: number }
+  | { ok: false; status: number; error: string; ms: number };
 
 export interface WriteResult {
   entry: KVEntry;
@@ -62,7 +64,12 @@ export class ClusterApi {
       text = await res.text();
     } catch (err) {
       if (this.gone()) throw new ClusterGone(this.id);
-      return { ok: false, status: 0, error: `request failed: ${(err as Error).message}`, ms: performance.now() - started };
+      return {
+        ok: false,
+        status: 0,
+        error: `request failed: ${(err as Error).message}`,
+        ms: performance.now() - started,
+      };
     }
     const ms = performance.now() - started;
     if (this.gone()) throw new ClusterGone(this.id);
@@ -75,7 +82,10 @@ export class ClusterApi {
       }
     }
     if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status, body: parsed as T, ms };
-    const error = typeof parsed === 'object' && parsed !== null && typeof (parsed as { error?: unknown }).error === 'string' ? (parsed as { error: string }).error : text;
+    const error =
+      typeof parsed === 'object' && parsed !== null && typeof (parsed as { error?: unknown }).error === 'string'
+        ? (parsed as { error: string }).error
+        : text;
     return { ok: false, status: res.status, error, ms };
   }
 
@@ -109,7 +119,9 @@ export class ClusterApi {
   }
 
   /** Non-atomic batch: each entry written on its own, each with its own result or error. */
-  writeBatch(entries: Array<{ key: string; value: string; target_node_id?: string }>): Promise<ApiResult<{ results: Array<WriteResult | { key: string; error: string }> }>> {
+  writeBatch(
+    entries: Array<{ key: string; value: string; target_node_id?: string }>,
+  ): Promise<ApiResult<{ results: Array<WriteResult | { key: string; error: string }> }>> {
     return this.call('POST', this.c('/write-batch'), { entries });
   }
 
@@ -165,11 +177,26 @@ export class ClusterApi {
     return this.call('GET', this.c(`/placement?${new URLSearchParams({ key, n: String(n) }).toString()}`));
   }
 
-  convergence(): Promise<ApiResult<{ converged: boolean; keys: number; diverged: Array<{ key: string; values: Record<string, unknown> }>; note?: string }>> {
+  convergence(): Promise<
+    ApiResult<{
+      converged: boolean;
+      keys: number;
+      diverged: Array<{ key: string; values: Record<string, unknown> }>;
+      note?: string;
+    }>
+  > {
     return this.call('GET', this.c('/convergence'));
   }
 
-  antiEntropy(waitMs?: number): Promise<ApiResult<{ divergent_keys: number; reconciled: number; converged_after: boolean; rounds?: number; method?: string }>> {
+  antiEntropy(waitMs?: number): Promise<
+    ApiResult<{
+      divergent_keys: number;
+      reconciled: number;
+      converged_after: boolean;
+      rounds?: number;
+      method?: string;
+    }>
+  > {
     return this.call('POST', this.c(`/anti-entropy${waitMs === undefined ? '' : `?wait_ms=${waitMs}`}`));
   }
 
@@ -209,14 +236,27 @@ export class LoopbackApi {
       const parsed = (await res.json()) as unknown;
       const ms = performance.now() - started;
       if (res.status === 201) return { ok: true, status: 201, body: parsed as ClusterState, ms };
-      return { ok: false, status: res.status, error: String((parsed as { error?: unknown }).error ?? res.statusText), ms };
+      return {
+        ok: false,
+        status: res.status,
+        error: String((parsed as { error?: unknown }).error ?? res.statusText),
+        ms,
+      };
     } catch (err) {
-      return { ok: false, status: 0, error: `request failed: ${(err as Error).message}`, ms: performance.now() - started };
+      return {
+        ok: false,
+        status: 0,
+        error: `request failed: ${(err as Error).message}`,
+        ms: performance.now() - started,
+      };
     }
   }
 
   async deleteCluster(id: string): Promise<void> {
-    await fetch(`${this.base()}/api/v1/clusters/${id}`, { method: 'DELETE', signal: AbortSignal.timeout(apiClientRequestTimeoutMs) })
+    await fetch(`${this.base()}/api/v1/clusters/${id}`, {
+      method: 'DELETE',
+      signal: AbortSignal.timeout(apiClientRequestTimeoutMs),
+    })
       .then((r) => r.text())
       .catch(() => undefined);
   }

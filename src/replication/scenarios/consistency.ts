@@ -30,7 +30,10 @@ export const demoKinds: readonly DemoKind[] = ['read-your-writes', 'monotonic-re
 
 /** The demos' choreography, with units (parameters of the lesson, not limits; those are in limits.ts). */
 export const demoTimings = {
-  /** One-way latency added from the writer to the lagging replica (below the 1 s request timeout, so sync writes still succeed). */
+  /**
+   * One-way latency added from the writer to the lagging replica (below the 1 s request timeout, so sync
+   * writes still succeed).
+   */
   lagMs: 400,
   /** consistent-prefix: poll the observer this often, for at most lagMs + this. */
   observePollMs: 15,
@@ -105,7 +108,11 @@ function onlineNodes(st: ClusterState): string[] {
 async function rolesOf(env: DemoEnv, st: ClusterState, kind: DemoKind, key: string): Promise<Roles> {
   const online = onlineNodes(st);
   if (online.length < 2) {
-    throw new HttpError(400, `the ${kind} demo needs at least 2 online nodes (a writer and a replica to read from); cluster ${st.id} has ${online.length}`);
+    throw new HttpError(
+      400,
+      `the ${kind} demo needs at least 2 online nodes (a writer and a replica to read from); cluster ${st.id} has ` +
+        `${online.length}`,
+    );
   }
   const strategy = st.config.strategy;
   let leader = st.leader_id;
@@ -118,7 +125,8 @@ async function rolesOf(env: DemoEnv, st: ClusterState, kind: DemoKind, key: stri
   if ((strategy === 'single_leader' || strategy === 'raft') && !leaderOnline) {
     throw new HttpError(409, `the demo write failed: the leader ${leader ?? '(none)'} is not online`);
   }
-  const writer = (strategy === 'single_leader' || strategy === 'raft') && leader !== undefined ? leader : (online[0] as string);
+  const writer =
+    (strategy === 'single_leader' || strategy === 'raft') && leader !== undefined ? leader : (online[0] as string);
   const others = online.filter((n) => n !== writer);
   // consistent-prefix on multi-writer strategies: two writers and a third node watching.
   const multiWriter = strategy === 'multi_leader' || strategy === 'leaderless';
@@ -141,7 +149,13 @@ function writeFailed(r: Extract<ApiResult<unknown>, { ok: false }>, node: string
   throw new HttpError(409, `the demo write on ${node} failed (${r.status}): ${r.error}`);
 }
 
-async function doWrite(env: DemoEnv, node: string, key: string, value: string, writes: WriteRecord[]): Promise<WriteResult> {
+async function doWrite(
+  env: DemoEnv,
+  node: string,
+  key: string,
+  value: string,
+  writes: WriteRecord[],
+): Promise<WriteResult> {
   const at = nowIso();
   const r = await env.api.write(node, key, value, 'demo-client');
   if (!r.ok) writeFailed(r, node);
@@ -156,44 +170,100 @@ const leaderHint = /leader is (\S+?)\)?$/;
  * ReadIndex): the refusal is recorded and the read is retried at the leader it names, or at the
  * cluster's leader when the follower does not know one (it may have just timed out behind the slow link).
  */
-async function readAt(env: DemoEnv, node: string, key: string, purpose: string, reads: ReadRecord[], leader?: string): Promise<ReadRecord> {
+async function readAt(
+  env: DemoEnv,
+  node: string,
+  key: string,
+  purpose: string,
+  reads: ReadRecord[],
+  leader?: string,
+): Promise<ReadRecord> {
   const at = nowIso();
   const r = await env.api.read(node, key, 'demo-client');
   if (r.ok) {
-    const rec: ReadRecord = { purpose, asked_node: node, served_by: r.body.node_id, key, value: entryValue(r.body.entry), timestamp: r.body.entry.timestamp, outcome: 'value', at, latency_ms: round(r.ms) };
+    const rec: ReadRecord = {
+      purpose,
+      asked_node: node,
+      served_by: r.body.node_id,
+      key,
+      value: entryValue(r.body.entry),
+      timestamp: r.body.entry.timestamp,
+      outcome: 'value',
+      at,
+      latency_ms: round(r.ms),
+    };
     reads.push(rec);
     return rec;
   }
-  if (/not found in cluster/.test(r.error)) throw new HttpError(409, `node ${node} left the cluster during the demo: ${r.error}`);
+  if (/not found in cluster/.test(r.error))
+    throw new HttpError(409, `node ${node} left the cluster during the demo: ${r.error}`);
   if (/not leader|no leader/.test(r.error)) {
-    reads.push({ purpose, asked_node: node, served_by: null, key, value: null, timestamp: null, outcome: 'refused', error: r.error, at, latency_ms: round(r.ms) });
+    reads.push({
+      purpose,
+      asked_node: node,
+      served_by: null,
+      key,
+      value: null,
+      timestamp: null,
+      outcome: 'refused',
+      error: r.error,
+      at,
+      latency_ms: round(r.ms),
+    });
     const to = leaderHint.exec(r.error)?.[1] ?? leader;
     if (to !== undefined && to !== node) return readAt(env, to, key, `${purpose} (redirected to the leader)`, reads);
     return reads[reads.length - 1] as ReadRecord;
   }
-  const rec: ReadRecord = { purpose, asked_node: node, served_by: null, key, value: null, timestamp: null, outcome: 'not_found', error: r.error, at, latency_ms: round(r.ms) };
+  const rec: ReadRecord = {
+    purpose,
+    asked_node: node,
+    served_by: null,
+    key,
+    value: null,
+    timestamp: null,
+    outcome: 'not_found',
+    error: r.error,
+    at,
+    latency_ms: round(r.ms),
+  };
   reads.push(rec);
   return rec;
 }
 
 /** Reads at `node` until it returns `value` (the replica has caught up), or the wait runs out. */
 async function settle(env: DemoEnv, node: string, key: string, value: string): Promise<boolean> {
-  const got = await env.api.until(async () => {
-    const r = await env.api.read(node, key, 'demo-settle');
-    if (r.ok && entryValue(r.body.entry) === value) return true;
-    // A raft follower never serves reads: nothing to wait for there.
-    if (!r.ok && /not leader|no leader/.test(r.error)) return true;
-    return undefined;
-  }, demoSettleMsMax, 10);
+  const got = await env.api.until(
+    async () => {
+      const r = await env.api.read(node, key, 'demo-settle');
+      if (r.ok && entryValue(r.body.entry) === value) return true;
+      // A raft follower never serves reads: nothing to wait for there.
+      if (!r.ok && /not leader|no leader/.test(r.error)) return true;
+      return undefined;
+    },
+    demoSettleMsMax,
+    10,
+  );
   return got === true;
 }
 
 /** Runs `body` with the link from -> to slowed by lagMs, restoring its previous latency afterwards. */
-async function withLag<T>(env: DemoEnv, from: string, to: string, body: (lag: DemoReport['lag']) => Promise<T>): Promise<T> {
+async function withLag<T>(
+  env: DemoEnv,
+  from: string,
+  to: string,
+  body: (lag: DemoReport['lag']) => Promise<T>,
+): Promise<T> {
   const previous = env.currentLatencyMs(from, to);
-  const lag: DemoReport['lag'] = { from, to, injected_ms: previous + demoTimings.lagMs, previous_ms: previous, restored: false };
+  const lag: DemoReport['lag'] = {
+    from,
+    to,
+    injected_ms: previous + demoTimings.lagMs,
+    previous_ms: previous,
+    restored: false,
+  };
   const set = await env.api.latency(from, to, lag.injected_ms);
-  if (!set.ok) throw new HttpError(set.status === 404 ? 404 : 409, `could not slow the link ${from} -> ${to}: ${set.error}`);
+  if (!set.ok)
+    throw new HttpError(set.status === 404 ? 404 : 409, `could not slow the link ${from} -> ${to}: ${set.error}`);
   try {
     return await body(lag);
   } finally {
@@ -216,7 +286,11 @@ function served(reads: ReadRecord[], purpose: string): ReadRecord | undefined {
 function refusedNote(reads: ReadRecord[]): string | undefined {
   const refused = reads.find((r) => r.outcome === 'refused');
   if (!refused) return undefined;
-  return `${refused.asked_node} refused the read (${refused.error}): in raft only the leader serves reads, after confirming with a majority that it is still the leader (ReadIndex), so the read went to the leader and saw every committed write.`;
+  return (
+    `${refused.asked_node} refused the read (${refused.error}): in raft only the leader serves reads, after ` +
+    'confirming with a majority that it is still the leader (ReadIndex), so the read went to the leader and saw ' +
+    'every committed write.'
+  );
 }
 
 function describeRead(r: ReadRecord | undefined): string {
@@ -238,9 +312,14 @@ async function readYourWrites(env: DemoEnv, st: ClusterState): Promise<DemoRepor
   await settle(env, roles.lagging, key, v1);
   narrative.push(`Wrote "${v1}" to ${key} on ${roles.writer} and waited until ${roles.lagging} had it too.`);
   return withLag(env, roles.writer, roles.lagging, async (lag) => {
-    narrative.push(`Slowed the link ${roles.writer} -> ${roles.lagging} to ${lag.injected_ms} ms one way (it was ${lag.previous_ms} ms): ${roles.lagging} now lags.`);
+    narrative.push(
+      `Slowed the link ${roles.writer} -> ${roles.lagging} to ${lag.injected_ms} ms one way (it was ` +
+        `${lag.previous_ms} ms): ${roles.lagging} now lags.`,
+    );
     const w = await doWrite(env, roles.writer, key, v2, writes);
-    narrative.push(`You updated it to "${v2}" on ${roles.writer}; the write was acknowledged in ${writes[1]?.latency_ms} ms.`);
+    narrative.push(
+      `You updated it to "${v2}" on ${roles.writer}; the write was acknowledged in ${writes[1]?.latency_ms} ms.`,
+    );
     const r = await readAt(env, roles.lagging, key, 'read your own write', reads, roles.leader);
     const got = served(reads, 'read your own write') ?? r;
     narrative.push(`Your next read went to ${roles.lagging} and returned ${describeRead(got)}.`);
@@ -252,18 +331,32 @@ async function readYourWrites(env: DemoEnv, st: ClusterState): Promise<DemoRepor
     const refused = refusedNote(reads);
     let explanation: string;
     if (!held) {
-      explanation = `Read-your-writes was violated: your write of "${v2}" was acknowledged by ${roles.writer} before ${roles.lagging} had it ` +
-        `(${st.config.strategy === 'single_leader' ? `${st.config.replication_mode} replication` : st.config.strategy} acknowledges a write without waiting for that replica), and your next read was served by ${roles.lagging}, ` +
-        `which still held ${describeRead(got)}. It looked as if your update had been lost. Remedies: read data you may have changed from the node you wrote to (the leader), ` +
+      explanation =
+        `Read-your-writes was violated: your write of "${v2}" was acknowledged by ${roles.writer} before ` +
+        `${roles.lagging} had it ` +
+        '(' +
+        (st.config.strategy === 'single_leader' ? `${st.config.replication_mode} replication` : st.config.strategy) +
+        ' ' +
+        `acknowledges a write without waiting for that replica), and your next read was served by ${roles.lagging}, ` +
+        `which still held ${describeRead(got)}. It looked as if your update had been lost. Remedies: read data you ` +
+        'may have changed from the node you wrote to (the leader), ' +
         `or remember your write's timestamp and only read from replicas that have caught up to it.`;
     } else if (refused !== undefined) {
       explanation = `Read-your-writes held. ${refused}`;
     } else if (st.config.strategy === 'single_leader' && st.config.replication_mode === 'sync') {
-      explanation = `Read-your-writes held: with sync replication the leader acknowledged your write only after every follower, the slow ${roles.lagging} included, had applied it, so any replica you read next has it. The price is write latency: this write took ${writes[1]?.latency_ms} ms because it waited for the slow link.`;
+      explanation =
+        'Read-your-writes held: with sync replication the leader acknowledged your write only after every follower, ' +
+        `the slow ${roles.lagging} included, had applied it, so any replica you read next has it. The price is write ` +
+        `latency: this write took ${writes[1]?.latency_ms} ms because it waited for the slow link.`;
     } else if (st.config.strategy === 'leaderless') {
-      explanation = `Read-your-writes held: the read at ${roles.lagging} asked R=${st.config.quorum_r} replicas and your write reached W=${st.config.quorum_w} of N=${st.config.quorum_n}; since W + R > N at least one reply carried your write, and the newest version wins.`;
+      explanation =
+        `Read-your-writes held: the read at ${roles.lagging} asked R=${st.config.quorum_r} replicas and your write ` +
+        `reached W=${st.config.quorum_w} of N=${st.config.quorum_n}; since W + R > N at least one reply carried your ` +
+        'write, and the newest version wins.';
     } else {
-      explanation = `Read-your-writes held: by the time your read reached ${roles.lagging} it had applied your write (${describeRead(got)}), even though the link to it was slowed.`;
+      explanation =
+        `Read-your-writes held: by the time your read reached ${roles.lagging} it had applied your write ` +
+        `(${describeRead(got)}), even though the link to it was slowed.`;
     }
     return report(st, 'read-your-writes', held, explanation, lag, writes, reads, narrative);
   });
@@ -281,7 +374,10 @@ async function monotonicReads(env: DemoEnv, st: ClusterState): Promise<DemoRepor
   await settle(env, roles.lagging, key, v1);
   narrative.push(`Wrote "${v1}" to ${key} on ${roles.writer} and waited until ${roles.lagging} had it too.`);
   return withLag(env, roles.writer, roles.lagging, async (lag) => {
-    narrative.push(`Slowed the link ${roles.writer} -> ${roles.lagging} to ${lag.injected_ms} ms one way: ${roles.lagging} now lags.`);
+    narrative.push(
+      `Slowed the link ${roles.writer} -> ${roles.lagging} to ${lag.injected_ms} ms one way: ` +
+        `${roles.lagging} now lags.`,
+    );
     await doWrite(env, roles.writer, key, v2, writes);
     narrative.push(`Someone updated it to "${v2}" on ${roles.writer}.`);
     await readAt(env, roles.writer, key, 'first read', reads, roles.leader);
@@ -294,14 +390,22 @@ async function monotonicReads(env: DemoEnv, st: ClusterState): Promise<DemoRepor
     const refused = refusedNote(reads);
     let explanation: string;
     if (!held) {
-      explanation = `Monotonic reads were violated: you saw "${first?.value}" and then, reading again, the older ${describeRead(second)}, as if time went backwards. ` +
-        `Your two reads were served by different replicas, and ${roles.lagging} had not yet received the update. Remedy: pin each user to one replica (for example by hashing the user id), so later reads never come from a replica further behind.`;
+      explanation =
+        `Monotonic reads were violated: you saw "${first?.value}" and then, reading again, the older ` +
+        `${describeRead(second)}, as if time went backwards. ` +
+        `Your two reads were served by different replicas, and ${roles.lagging} had not yet received the update. ` +
+        'Remedy: pin each user to one replica (for example by hashing the user id), so later reads never come from a ' +
+        'replica further behind.';
     } else if (refused !== undefined) {
       explanation = `Monotonic reads held. ${refused}`;
     } else if (st.config.strategy === 'single_leader' && st.config.replication_mode === 'sync') {
-      explanation = `Monotonic reads held: with sync replication the update was acknowledged only once every follower had it, so no replica could hand you an older value after you saw the newer one.`;
+      explanation =
+        'Monotonic reads held: with sync replication the update was acknowledged only once every follower had it, so ' +
+        'no replica could hand you an older value after you saw the newer one.';
     } else if (st.config.strategy === 'leaderless') {
-      explanation = `Monotonic reads held: each read gathered R=${st.config.quorum_r} replies and W + R > N, so every read after the write saw it; the newest version wins.`;
+      explanation =
+        `Monotonic reads held: each read gathered R=${st.config.quorum_r} replies and W + R > N, so every read after ` +
+        'the write saw it; the newest version wins.';
     } else {
       explanation = `Monotonic reads held: the second read returned ${describeRead(second)}, no older than the first.`;
     }
@@ -320,19 +424,34 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
   const multiWriter = roles.replier !== roles.writer;
   // The observer: a third node when two nodes write, else the lagging replica.
   const observer = roles.online.find((n) => n !== roles.writer && n !== roles.replier) ?? roles.lagging;
-  const sequence = chat.map((value, i) => ({ seq: i + 1, key: `${prefix}-${i + 1}`, value, node_id: authors[i] as string }));
+  const sequence = chat.map((value, i) => ({
+    seq: i + 1,
+    key: `${prefix}-${i + 1}`,
+    value,
+    node_id: authors[i] as string,
+  }));
   return withLag(env, roles.writer, observer, async (lag) => {
-    narrative.push(`Slowed the link ${roles.writer} -> ${observer} to ${lag.injected_ms} ms one way; ${observer} watches the conversation.`);
+    narrative.push(
+      `Slowed the link ${roles.writer} -> ${observer} to ${lag.injected_ms} ms one way; ${observer} watches the ` +
+        'conversation.',
+    );
     for (const [i, m] of sequence.entries()) {
       const prev = sequence[i - 1];
       if (prev !== undefined && prev.node_id !== m.node_id) {
         // Causality: the reply is written after its author has read the message it answers.
         const seen = await settle(env, m.node_id, prev.key, prev.value);
-        narrative.push(`${m.node_id} ${seen ? 'read' : 'did not yet see'} message ${prev.seq} before writing message ${m.seq}.`);
+        narrative.push(
+          `${m.node_id} ${seen ? 'read' : 'did not yet see'} message ${prev.seq} before writing message ${m.seq}.`,
+        );
       }
       await doWrite(env, m.node_id, m.key, m.value, writes);
     }
-    narrative.push(`Wrote the conversation in order: ${sequence.map((m) => `${m.seq} on ${m.node_id}`).join(', ')}${multiWriter ? ' (two nodes accept writes)' : ` (all through ${roles.writer})`}.`);
+    narrative.push(
+      'Wrote the conversation in order: ' +
+        sequence.map((m) => `${m.seq} on ${m.node_id}`).join(', ') +
+        (multiWriter ? ' (two nodes accept writes)' : ` (all through ${roles.writer})`) +
+        '.',
+    );
     const observations: Array<{ at_ms: number; visible: number[] }> = [];
     const order: number[] = [];
     let violations = 0;
@@ -363,25 +482,50 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
     }
     const held = violations === 0;
     for (const o of observations) {
-      narrative.push(`At +${o.at_ms} ms ${observer} showed ${o.visible.length === 0 ? 'no messages' : `message${o.visible.length > 1 ? 's' : ''} ${o.visible.join(', ')}`}.`);
+      narrative.push(
+        `At +${o.at_ms} ms ${observer} showed ` +
+          (o.visible.length === 0
+            ? 'no messages'
+            : `message${o.visible.length > 1 ? 's' : ''} ${o.visible.join(', ')}`) +
+          '.',
+      );
     }
     const last = observations[observations.length - 1];
-    if (multiWriter && st.config.strategy === 'multi_leader' && last !== undefined && last.visible.length === sequence.length && last.at_ms < lag.injected_ms) {
-      narrative.push(`The messages from ${roles.writer} reached ${observer} before the slow link delivered them: a periodic anti-entropy exchange with another replica filled the gap.`);
+    if (
+      multiWriter &&
+      st.config.strategy === 'multi_leader' &&
+      last !== undefined &&
+      last.visible.length === sequence.length &&
+      last.at_ms < lag.injected_ms
+    ) {
+      narrative.push(
+        `The messages from ${roles.writer} reached ${observer} before the slow link delivered them: a periodic ` +
+          'anti-entropy exchange with another replica filled the gap.',
+      );
     }
     const refused = refusedNote(reads);
     let explanation: string;
     if (!held) {
       const bad = observations.find((o) => !o.visible.every((s, i) => s === i + 1));
-      explanation = `Consistent prefix was violated: ${observer} showed message${(bad?.visible.length ?? 0) > 1 ? 's' : ''} ${bad?.visible.join(', ')} without the earlier ones, ` +
-        `so an observer saw Bob's answer before Alice's question. Writes accepted by different nodes replicate independently, and the link from ${roles.writer} was slow. ` +
-        `Remedy: make causally related writes go through the same node (or the same partition), or track causal dependencies (version vectors) and hold a write back until what it depends on is visible.`;
+      explanation =
+        `Consistent prefix was violated: ${observer} showed message${(bad?.visible.length ?? 0) > 1 ? 's' : ''} ` +
+        `${bad?.visible.join(', ')} without the earlier ones, ` +
+        `so an observer saw Bob's answer before Alice's question. Writes accepted by different nodes replicate ` +
+        `independently, and the link from ${roles.writer} was slow. ` +
+        'Remedy: make causally related writes go through the same node (or the same partition), or track causal ' +
+        'dependencies (version vectors) and hold a write back until what it depends on is visible.';
     } else if (refused !== undefined) {
       explanation = `Consistent prefix held. ${refused}`;
     } else if (!multiWriter) {
-      explanation = `Consistent prefix held: every message went through ${roles.writer}, which ships one ordered log; ${observer} applies it strictly in order, so even while it lagged it only ever showed a prefix of the conversation (observed order ${order.join(', ') || 'none'}).`;
+      explanation =
+        `Consistent prefix held: every message went through ${roles.writer}, which ships one ordered log; ` +
+        `${observer} applies it strictly in order, so even while it lagged it only ever showed a prefix of the ` +
+        `conversation (observed order ${order.join(', ') || 'none'}).`;
     } else if (st.config.strategy === 'leaderless') {
-      explanation = `Consistent prefix held here: every read at ${observer} was a quorum read (W + R > N), and each message had been acknowledged before the next was written, so each read saw it. Without quorums, or with messages on different partitions replicating at different speeds, the order could break.`;
+      explanation =
+        `Consistent prefix held here: every read at ${observer} was a quorum read (W + R > N), and each message had ` +
+        'been acknowledged before the next was written, so each read saw it. Without quorums, or with messages on ' +
+        'different partitions replicating at different speeds, the order could break.';
     } else {
       explanation = `Consistent prefix held: ${observer} showed the messages in order (${order.join(', ')}).`;
     }
@@ -395,7 +539,16 @@ async function consistentPrefix(env: DemoEnv, st: ClusterState): Promise<DemoRep
   });
 }
 
-function report(st: ClusterState, demo: DemoKind, held: boolean, explanation: string, lag: DemoReport['lag'], writes: WriteRecord[], reads: ReadRecord[], narrative: string[]): DemoReport {
+function report(
+  st: ClusterState,
+  demo: DemoKind,
+  held: boolean,
+  explanation: string,
+  lag: DemoReport['lag'],
+  writes: WriteRecord[],
+  reads: ReadRecord[],
+  narrative: string[],
+): DemoReport {
   const r: DemoReport = {
     cluster_id: st.id,
     demo,

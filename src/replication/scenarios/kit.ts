@@ -45,7 +45,12 @@ export function lwwWinner(entries: readonly KVEntry[]): KVEntry | undefined {
 }
 
 /** A write that must succeed for the script to make sense; otherwise the script stops with the reason. */
-export async function mustWrite(api: ClusterApi, node: string | undefined, key: string, value: string): Promise<WriteResult> {
+export async function mustWrite(
+  api: ClusterApi,
+  node: string | undefined,
+  key: string,
+  value: string,
+): Promise<WriteResult> {
   const r = await api.write(node, key, value);
   if (!r.ok) throw new Error(`write of ${key} on ${node ?? 'the default node'} failed (${r.status}): ${r.error}`);
   return r.body;
@@ -59,7 +64,11 @@ export async function must<T>(what: string, p: Promise<ApiResult<T>>): Promise<T
 }
 
 /** The value a read at `node` returns, or null (not found / refused), with the raw answer. */
-export async function readValue(api: ClusterApi, node: string, key: string): Promise<{ value: string | null; timestamp: number | null; error?: string }> {
+export async function readValue(
+  api: ClusterApi,
+  node: string,
+  key: string,
+): Promise<{ value: string | null; timestamp: number | null; error?: string }> {
   const r = await api.read(node, key);
   if (r.ok) return { value: entryValue(r.body.entry), timestamp: r.body.entry.timestamp };
   return { value: null, timestamp: null, error: r.error };
@@ -74,7 +83,11 @@ export async function storedValue(api: ClusterApi, node: string, key: string): P
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight, keeping the order of results. */
-export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {

@@ -43,7 +43,12 @@ export function registerScenarioRoutes(ctx: ScenarioContext): void {
   app.post('/api/v1/scenarios/:name/run', async (req) => {
     const name = req.params['name'] ?? '';
     const def = findScenario(name);
-    if (!def) throw new HttpError(404, `scenario ${JSON.stringify(name.slice(0, 64))} not found; known scenarios: ${scenarios.map((d) => d.name).join(', ')}`);
+    if (!def)
+      throw new HttpError(
+        404,
+        `scenario ${JSON.stringify(name.slice(0, 64))} not found; known scenarios: ` +
+          `${scenarios.map((d) => d.name).join(', ')}`,
+      );
     const { state } = await ctx.createCluster(def.config);
     runs.start({ scenario: def.name, state, api, publish: ctx.publish, script: def.script });
     return { status: 201, body: state };
@@ -53,7 +58,12 @@ export function registerScenarioRoutes(ctx: ScenarioContext): void {
     const id = req.params['id'] ?? '';
     const report = runs.get(id);
     if (!report) {
-      throw new HttpError(404, clusters.has(id) ? `cluster ${id} did not run a scenario` : `cluster ${id} not found (and no scenario report is kept for it)`);
+      throw new HttpError(
+        404,
+        clusters.has(id)
+          ? `cluster ${id} did not run a scenario`
+          : `cluster ${id} not found (and no scenario report is kept for it)`,
+      );
     }
     return { status: 200, body: report };
   });
@@ -63,11 +73,14 @@ export function registerScenarioRoutes(ctx: ScenarioContext): void {
     const cluster = clusters.get(id);
     if (!cluster) throw new HttpError(404, `cluster ${id} not found`);
     const before = demoQueue.get(id) ?? Promise.resolve();
-    const run = before.catch(() => undefined).then(() =>
-      runConsistencyDemo(kind, {
-        api: api.cluster(id),
-        currentLatencyMs: (from, to) => clusters.get(id)?.fabric.latency(from, to) ?? 0,
-      }));
+    const run = before
+      .catch(() => undefined)
+      .then(() =>
+        runConsistencyDemo(kind, {
+          api: api.cluster(id),
+          currentLatencyMs: (from, to) => clusters.get(id)?.fabric.latency(from, to) ?? 0,
+        }),
+      );
     demoQueue.set(id, run);
     try {
       return await run;

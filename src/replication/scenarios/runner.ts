@@ -124,7 +124,14 @@ export class ScenarioRuns {
   }): ScenarioRunReport {
     const { scenario, state, api, publish, script } = opts;
     const clusterId = state.id;
-    const report: ScenarioRunReport = { scenario, cluster_id: clusterId, status: 'running', started_at: new Date().toISOString(), steps: [], comparison_cluster_ids: [] };
+    const report: ScenarioRunReport = {
+      scenario,
+      cluster_id: clusterId,
+      status: 'running',
+      started_at: new Date().toISOString(),
+      steps: [],
+      comparison_cluster_ids: [],
+    };
     this.keep(clusterId, report);
     const cluster = api.cluster(clusterId);
     const extras: string[] = [];
@@ -166,7 +173,10 @@ export class ScenarioRuns {
       try {
         await ctx.sleep(scenarioLeadInMs);
         const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`the script did not finish within ${scenarioScriptMsMax} ms`)), scenarioScriptMsMax);
+          timer = setTimeout(
+            () => reject(new Error(`the script did not finish within ${scenarioScriptMsMax} ms`)),
+            scenarioScriptMsMax,
+          );
         });
         const outcome = await Promise.race([script(ctx), timeout]);
         if (gone()) throw new ClusterGone(clusterId);
@@ -182,7 +192,10 @@ export class ScenarioRuns {
           return;
         }
         report.error = (err as Error).message;
-        const verdict = verdictOf(scenario, { expected: 'the scenario runs to its end', checks: [check('script completed', false, `the script stopped with an error: ${report.error}`)] });
+        const verdict = verdictOf(scenario, {
+          expected: 'the scenario runs to its end',
+          checks: [check('script completed', false, `the script stopped with an error: ${report.error}`)],
+        });
         report.verdict = verdict;
         finish('error');
         publish(clusterId, { type: 'scenario_verdict', data: { ...verdict } });

@@ -110,7 +110,9 @@ async function runWindow(strategy: SwarmStrategy, first: number, runs: number, j
     const now = performance.now();
     if (now - lastReport > 10_000) {
       lastReport = now;
-      console.log(`${done}/${runs} runs, ${failures.length} failed, ${(done / ((now - started) / 1000)).toFixed(1)} runs/s`);
+      console.log(
+        `${done}/${runs} runs, ${failures.length} failed, ${(done / ((now - started) / 1000)).toFixed(1)} runs/s`,
+      );
     }
   };
   if (jobs <= 1) {
@@ -135,14 +137,17 @@ async function runWindow(strategy: SwarmStrategy, first: number, runs: number, j
         });
         return new Promise<void>((resolve, reject) => {
           w.once('error', reject);
-          w.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker ${offset} exited with ${code}`))));
+          w.once('exit', (code) =>
+            code === 0 ? resolve() : reject(new Error(`worker ${offset} exited with ${code}`)),
+          );
         });
       }),
     );
   }
   const secs = (performance.now() - started) / 1000;
   console.log(
-    `${runs} runs (seeds ${first}..${first + runs - 1}), ${failures.length} failed, ${secs.toFixed(1)} s, ${(runs / secs).toFixed(1)} runs/s` +
+    `${runs} runs (seeds ${first}..${first + runs - 1}), ${failures.length} failed, ${secs.toFixed(1)} s, ` +
+      `${(runs / secs).toFixed(1)} runs/s` +
       (jobs > 1 ? ` on ${jobs} threads` : ''),
   );
   return failures.sort((a, b) => a - b);

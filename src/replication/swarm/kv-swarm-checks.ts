@@ -27,11 +27,19 @@ export interface KvOp {
 }
 
 export function sortedJson(store: Record<string, Version>): string {
-  return JSON.stringify(Object.keys(store).sort().map((k) => [k, store[k]]));
+  return JSON.stringify(
+    Object.keys(store)
+      .sort()
+      .map((k) => [k, store[k]]),
+  );
 }
 
 export function clockText(c: VClock): string {
-  return JSON.stringify(Object.keys(c).sort().map((k) => [k, c[k]]));
+  return JSON.stringify(
+    Object.keys(c)
+      .sort()
+      .map((k) => [k, c[k]]),
+  );
 }
 
 /**
@@ -133,7 +141,10 @@ export function ackedVersions(op: KvOp): Version[] {
   return r.result.kind === 'entry' ? [r.result.entry] : r.result.entries;
 }
 
-/** A delete of `key` invoked by `before` (ties count) that may be LWW-newer than `v` (unacknowledged, or acked newer). */
+/**
+ * A delete of `key` invoked by `before` (ties count) that may be LWW-newer than `v` (unacknowledged, or acked
+ * newer).
+ */
 function deleteCouldBeNewer(ops: KvOp[], key: string, v: Version, before: number): boolean {
   return ops.some((x) => {
     if (x.op.op !== 'delete' || x.op.key !== key || x.invoke > before) return false;

@@ -9,7 +9,15 @@
 import { isDeepStrictEqual } from 'node:util';
 import { DetCluster } from '../../fabric/deterministic.js';
 import type {
-  ClientOp, ClientReply, ClusterConfig, CoreEvent, CoreFactory, DurableFold, NodeCore, NodeId, Version,
+  ClientOp,
+  ClientReply,
+  ClusterConfig,
+  CoreEvent,
+  CoreFactory,
+  DurableFold,
+  NodeCore,
+  NodeId,
+  Version,
 } from '../core.js';
 import { clusterConfig } from '../config.js';
 import { createSingleLeaderCore, singleLeaderDurableFold } from '../cores/single-leader.js';
@@ -23,7 +31,12 @@ import { applyNetworkFault } from './network-faults.js';
 import { kvSwarmTraceLinesMax } from '../limits.js';
 import { lastEntryEpochOf } from '../core.js';
 import {
-  checkAcknowledged, checkQuorumOverlap, clockText, convergenceProblem, sortedJson, type KvOp,
+  checkAcknowledged,
+  checkQuorumOverlap,
+  clockText,
+  convergenceProblem,
+  sortedJson,
+  type KvOp,
 } from './kv-swarm-checks.js';
 
 export type KvStrategy = 'single_leader' | 'multi_leader' | 'leaderless';
@@ -54,7 +67,16 @@ export const defaultKvSwarmOptions: KvSwarmOptions = {
  * current leader. `bounce`: crash and restart at once.
  */
 const kvFaults = [
-  'partition', 'heal', 'drop', 'latency', 'clear', 'pause', 'resume', 'crash', 'restart', 'bounce',
+  'partition',
+  'heal',
+  'drop',
+  'latency',
+  'clear',
+  'pause',
+  'resume',
+  'crash',
+  'restart',
+  'bounce',
 ] as const;
 export type KvFault = (typeof kvFaults)[number];
 
@@ -101,11 +123,23 @@ export function kvSwarmProfile(strategy: KvStrategy, seed: number): KvSwarmProfi
     case 'leaderless': {
       nodes = 5;
       downMax = 2;
-      const quorum = ([[3, 2, 2], [3, 3, 1], [3, 1, 3], [5, 3, 3]] as const)[r.int(4)] ?? [3, 2, 2];
+      const quorum = (
+        [
+          [3, 2, 2],
+          [3, 3, 1],
+          [3, 1, 3],
+          [5, 3, 3],
+        ] as const
+      )[r.int(4)] ?? [3, 2, 2];
       const repair = (['async', 'sync', 'digest'] as const)[r.int(3)] ?? 'async';
       config = clusterConfig({
-        strategy, node_count: nodes, quorum_n: quorum[0], quorum_w: quorum[1], quorum_r: quorum[2],
-        read_repair_mode: repair, sloppy_quorum: r.chance(0.6),
+        strategy,
+        node_count: nodes,
+        quorum_n: quorum[0],
+        quorum_w: quorum[1],
+        quorum_r: quorum[2],
+        read_repair_mode: repair,
+        sloppy_quorum: r.chance(0.6),
       });
       break;
     }
@@ -259,7 +293,14 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     if (violations.length < 50) violations.push(`${v}: ${msg}`);
   };
   const counts = {
-    faults: 0, crashes: 0, restarts: 0, partitions: 0, pauses: 0, failovers: 0, conflicts: 0, hintedHandoffs: 0,
+    faults: 0,
+    crashes: 0,
+    restarts: 0,
+    partitions: 0,
+    pauses: 0,
+    failovers: 0,
+    conflicts: 0,
+    hintedHandoffs: 0,
   };
   /** Events of this step, handled between steps (onEvent may not drive the cluster). */
   const conflictEvents: Array<{ node: NodeId; key: string; local: VClock; remote: VClock }> = [];
@@ -315,7 +356,9 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     const applied = (id: NodeId): number => c.core(id).status(c.now).last_applied;
     // As cluster.ts failover(): the epoch of the last log entry first, then last_applied.
     const lastEpoch = (id: NodeId): number => lastEntryEpochOf(c.core(id).status(c.now));
-    candidates.sort((a, b) => lastEpoch(b) - lastEpoch(a) || applied(b) - applied(a) || ids.indexOf(a) - ids.indexOf(b));
+    candidates.sort(
+      (a, b) => lastEpoch(b) - lastEpoch(a) || applied(b) - applied(a) || ids.indexOf(a) - ids.indexOf(b),
+    );
     leader = candidates[0] as NodeId;
     epoch++;
     counts.failovers++;
@@ -396,7 +439,13 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
           ? { op: 'write', key, value }
           : roll < 0.93
             ? { op: 'delete', key }
-            : { op: 'batch', entries: [{ key, value }, { key: nextKey, value: `${value}b` }] };
+            : {
+                op: 'batch',
+                entries: [
+                  { key, value },
+                  { key: nextKey, value: `${value}b` },
+                ],
+              };
     // Writes go to the leader the client knows (single_leader); a stray share tests not_leader.
     const toLeader = strategy === 'single_leader' && op.op !== 'read' && !rng.chance(0.1);
     const node = toLeader ? leader : (ids[rng.int(ids.length)] as NodeId);

@@ -16,14 +16,27 @@ export function healAll(c: DetCluster): void {
 }
 
 /** Applies one network fault around `node` (and `other`, for the one-way link faults). */
-export function applyNetworkFault(c: DetCluster, rng: Rng, kind: NetworkFault, ids: readonly NodeId[], node: NodeId, other: NodeId): void {
+export function applyNetworkFault(
+  c: DetCluster,
+  rng: Rng,
+  kind: NetworkFault,
+  ids: readonly NodeId[],
+  node: NodeId,
+  other: NodeId,
+): void {
   switch (kind) {
     case 'partition': {
       healAll(c);
       // A random split with the chosen node on the smaller side.
-      const rest = ids.filter((id) => id !== node).map((id) => ({ id, r: rng.next() })).sort((x, y) => x.r - y.r);
+      const rest = ids
+        .filter((id) => id !== node)
+        .map((id) => ({ id, r: rng.next() }))
+        .sort((x, y) => x.r - y.r);
       const cut = rng.range(0, Math.floor((ids.length - 1) / 2));
-      c.fabric.partition([node, ...rest.slice(0, cut).map((x) => x.id)], rest.slice(cut).map((x) => x.id));
+      c.fabric.partition(
+        [node, ...rest.slice(0, cut).map((x) => x.id)],
+        rest.slice(cut).map((x) => x.id),
+      );
       return;
     }
     case 'heal':

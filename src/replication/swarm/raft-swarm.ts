@@ -225,8 +225,7 @@ class Checker {
     if (!prev) {
       this.committed.set(e.index, { term: e.term, fp, by: nodeTerm });
       if (e.type === 'config') this.configChanges++;
-    }
-    else if (prev.fp === fp) {
+    } else if (prev.fp === fp) {
       if (nodeTerm < prev.by) prev.by = nodeTerm;
     } else {
       this.fail('state_machine_safety', `${node} applied ${fp} at index ${e.index}, another node applied ${prev.fp}`);
@@ -237,7 +236,8 @@ class Checker {
     this.elections++;
     if (term > this.maxTerm) this.maxTerm = term;
     const other = this.leaders.get(term);
-    if (other !== undefined && other !== node) this.fail('election_safety', `${other} and ${node} both leaders of term ${term}`);
+    if (other !== undefined && other !== node)
+      this.fail('election_safety', `${other} and ${node} both leaders of term ${term}`);
     this.leaders.set(term, node);
     // Leader completeness (§5.4): an entry committed in a term before `term` is in this leader's
     // log. (A leader of an older term may still be elected late, from delayed votes: not checked.)
@@ -246,13 +246,19 @@ class Checker {
     for (const [index, c] of this.committed) {
       if (c.by >= term) continue;
       if (index > s.lastIndex) {
-        this.fail('leader_completeness', `${node} leads term ${term} without committed index ${index} (last ${s.lastIndex})`);
+        this.fail(
+          'leader_completeness',
+          `${node} leads term ${term} without committed index ${index} (last ${s.lastIndex})`,
+        );
         return;
       }
       if (index < snapIndex) continue;
       const t = index === snapIndex ? s.raftSnapshot.lastIncludedTerm : s.entries[index - snapIndex - 1]?.term;
       if (t !== c.term) {
-        this.fail('leader_completeness', `${node} leads term ${term} with term ${t} at committed index ${index} (term ${c.term})`);
+        this.fail(
+          'leader_completeness',
+          `${node} leads term ${term} with term ${t} at committed index ${index} (term ${c.term})`,
+        );
         return;
       }
     }
@@ -275,7 +281,11 @@ class Checker {
           if (!ea || !eb) continue;
           if (!matched && ea.term === eb.term) matched = true;
           if (matched && fingerprint(ea) !== fingerprint(eb)) {
-            this.fail('log_matching', `${A.id} and ${B.id} share a later (index, term) but differ at ${i}: ${fingerprint(ea)} vs ${fingerprint(eb)}`);
+            this.fail(
+              'log_matching',
+              `${A.id} and ${B.id} share a later (index, term) but differ at ${i}: ` +
+                `${fingerprint(ea)} vs ${fingerprint(eb)}`,
+            );
             return;
           }
         }
@@ -361,7 +371,8 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     const keysOf = (): string[] => (op.op === 'batch' ? op.entries.map((e) => e.key) : [op.key]);
     const writes = (complete: number): void => {
       if (op.op === 'batch') {
-        for (const e of op.entries) history.push({ client: cl.name, key: e.key, kind: 'write', value: e.value, invoke: req.invoke, complete });
+        for (const e of op.entries)
+          history.push({ client: cl.name, key: e.key, kind: 'write', value: e.value, invoke: req.invoke, complete });
       } else if (op.op === 'write') {
         history.push({ client: cl.name, key: op.key, kind: 'write', value: op.value, invoke: req.invoke, complete });
       } else if (op.op === 'delete') {
@@ -384,7 +395,14 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       return;
     }
     if (reply.code === 'not_found' && op.op === 'read') {
-      history.push({ client: cl.name, key: keysOf()[0] as string, kind: 'read', value: null, invoke: req.invoke, complete: at });
+      history.push({
+        client: cl.name,
+        key: keysOf()[0] as string,
+        kind: 'read',
+        value: null,
+        invoke: req.invoke,
+        complete: at,
+      });
       return;
     }
     if (reply.indeterminate && op.op !== 'read') writes(Infinity);
@@ -413,7 +431,8 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
               };
     const ids = nodes();
     const guess = cl.leaderGuess !== undefined && ids.includes(cl.leaderGuess) ? cl.leaderGuess : undefined;
-    const target = guess !== undefined && !rng.chance(profile.strayShare) ? guess : (ids[rng.int(ids.length)] as NodeId);
+    const target =
+      guess !== undefined && !rng.chance(profile.strayShare) ? guess : (ids[rng.int(ids.length)] as NodeId);
     const id = c.client(target, op);
     cl.req = { id, op, invoke: c.now };
     const immediate = c.reply(id);
@@ -428,7 +447,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     }
   };
 
-  const running = (): RaftCore[] => nodes().filter((id) => c.state(id) !== 'offline').map((id) => c.core(id) as RaftCore);
+  const running = (): RaftCore[] =>
+    nodes()
+      .filter((id) => c.state(id) !== 'offline')
+      .map((id) => c.core(id) as RaftCore);
   const down = (): NodeId[] => nodes().filter((id) => c.state(id) !== 'online');
 
   /**
@@ -507,7 +529,8 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
         return;
       }
       case 'crash':
-        if (c.state(node) !== 'offline' && down().length < o.downMax + (c.state(node) === 'paused' ? 1 : 0)) c.crash(node);
+        if (c.state(node) !== 'offline' && down().length < o.downMax + (c.state(node) === 'paused' ? 1 : 0))
+          c.crash(node);
         return;
       case 'restart': {
         const crashed = ids.filter((id) => c.state(id) === 'offline');
@@ -553,7 +576,8 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     const config = lead.voters.join(',');
     const here = nodes();
     const outside = here.filter((id) => !lead.voters.includes(id));
-    if (outside.length > 0) checker.fail('membership', `${outside.join(',')} still run outside the configuration ${config}`);
+    if (outside.length > 0)
+      checker.fail('membership', `${outside.join(',')} still run outside the configuration ${config}`);
     const absent = lead.voters.filter((id) => !here.includes(id));
     if (absent.length > 0) checker.fail('membership', `members ${absent.join(',')} of ${config} are not running`);
     for (const id of here) {
@@ -570,10 +594,12 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     }
     const cores = nodes().map((id) => c.core(id) as RaftCore);
     const lagging = cores.filter((x) => x.inspect().lastApplied < target).map((x) => x.id);
-    if (lagging.length > 0) checker.fail('convergence', `${lagging.join(',')} did not apply up to ${target} within 1000 ms`);
+    if (lagging.length > 0)
+      checker.fail('convergence', `${lagging.join(',')} did not apply up to ${target} within 1000 ms`);
     const reference = JSON.stringify(sortKeys((c.core(leader) as RaftCore).storeView()));
     for (const x of cores) {
-      if (JSON.stringify(sortKeys(x.storeView())) !== reference) checker.fail('convergence', `${x.id} holds a different store than ${leader}`);
+      if (JSON.stringify(sortKeys(x.storeView())) !== reference)
+        checker.fail('convergence', `${x.id} holds a different store than ${leader}`);
     }
   };
 
@@ -644,7 +670,9 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       for (const v of vs) if (v.role === 'leader' && (!l || v.term > l.term)) l = v;
       if (!l) return undefined;
       const lead = l;
-      const follows = lead.voters.every((id) => vs.some((v) => v.id === id && v.term === lead.term && v.leaderId === lead.id));
+      const follows = lead.voters.every((id) =>
+        vs.some((v) => v.id === id && v.term === lead.term && v.leaderId === lead.id),
+      );
       return follows ? lead.id : undefined;
     };
     /** The leader's configuration is committed and is exactly the cluster's nodes. */
@@ -670,10 +698,24 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
         const r = c.reply(probe.id);
         if (r) {
           if (r.ok && r.result.kind === 'entry') {
-            history.push({ client: 'probe', key: 'k0', kind: 'write', value: `probe-${probeN}`, invoke: probe.invoke, complete: c.now });
+            history.push({
+              client: 'probe',
+              key: 'k0',
+              kind: 'write',
+              value: `probe-${probeN}`,
+              invoke: probe.invoke,
+              complete: c.now,
+            });
             probeIndex = r.result.entry.version;
           } else if (!r.ok && r.indeterminate) {
-            history.push({ client: 'probe', key: 'k0', kind: 'write', value: `probe-${probeN}`, invoke: probe.invoke, complete: Infinity });
+            history.push({
+              client: 'probe',
+              key: 'k0',
+              kind: 'write',
+              value: `probe-${probeN}`,
+              invoke: probe.invoke,
+              complete: Infinity,
+            });
           }
           probe = undefined;
         }
@@ -695,8 +737,14 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     const caughtUp = probeIndex > 0 && appliedEverywhere(probeIndex);
     if (!caughtUp) {
       verdictLiveness = false;
-      const st = views().map((v) => `${v.id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}/v${v.voters.join(',')}`);
-      checker.fail('liveness', `no leader served and replicated a write within ${o.livenessMs} ms of the heal (${st.join(' ')})`);
+      const st = views().map(
+        (v) =>
+          `${v.id}:${v.role}/t${v.term}/c${v.commitIndex}/a${v.lastApplied}/l${v.lastIndex}/v${v.voters.join(',')}`,
+      );
+      checker.fail(
+        'liveness',
+        `no leader served and replicated a write within ${o.livenessMs} ms of the heal (${st.join(' ')})`,
+      );
     } else {
       // Final reads of every key through the leader join the history: acknowledged writes survived.
       const l = stableLeader();
@@ -705,8 +753,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
           const key = `k${k}`;
           const invoke = c.now;
           const r = c.runUntilReply(c.client(l, { op: 'read', key }), 1000);
-          if (r?.ok && r.result.kind === 'entry') history.push({ client: 'final', key, kind: 'read', value: r.result.entry.value, invoke, complete: c.now });
-          else if (r && !r.ok && r.code === 'not_found') history.push({ client: 'final', key, kind: 'read', value: null, invoke, complete: c.now });
+          if (r?.ok && r.result.kind === 'entry')
+            history.push({ client: 'final', key, kind: 'read', value: r.result.entry.value, invoke, complete: c.now });
+          else if (r && !r.ok && r.code === 'not_found')
+            history.push({ client: 'final', key, kind: 'read', value: null, invoke, complete: c.now });
         }
       }
       checkHealed(l);
@@ -770,5 +820,7 @@ function sortKeys<T>(o: Record<string, T>): Array<[string, T]> {
 
 /** The command that replays one seed. */
 export function replayCommand(seed: number): string {
-  return `node dist/src/replication/swarm/cli.js --seed ${seed} --strategy raft --verbose   (or: make sim SEED=${seed})`;
+  return (
+    `node dist/src/replication/swarm/cli.js --seed ${seed} --strategy raft --verbose   ` + `(or: make sim SEED=${seed})`
+  );
 }
