@@ -1,6 +1,7 @@
 /**
- * The browser-facing proxy of the clock lab: serves the small web page (web/clocklab/index.html)
- * and forwards every other HTTP request, Authorization header included, and WebSocket connections
+ * The browser-facing proxy of the clock lab: serves the clock lab's built web page (web/clocklab,
+ * bundled by scripts/build-web.mjs into dist/web/clocklab; src/http/static.ts serves it with caching
+ * and gzip) and forwards every other HTTP request, Authorization header included, and WebSocket connections
  * on /ws to the lab. It holds no state of the lab and makes no decisions: a refusal by the lab
  * (401, 403, 503 ...) reaches the browser unchanged.
  *
@@ -12,12 +13,10 @@
  * browser), and a newly connected browser gets the last frames (the lab's replay and what followed,
  * as bounded as the lab's own history) before the live stream.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { HttpApp, faultMetrics, type HttpResult, type UpgradeDecision, type WsClient } from '../http/index.js';
+import { builtPageDir, serveBuiltPage } from '../http/static.js';
 import type { Logger } from '../util/logger.js';
 import type { Registry } from '../util/metrics.js';
 import {
@@ -38,7 +37,7 @@ export interface ProxyOptions {
   host?: string;
   target: { host: string; port: number };
   logger: Logger;
-  /** Directory holding index.html; default: web/clocklab found above this module. */
+  /** The built page (index.html and assets/); default dist/web/clocklab of this checkout (scripts/build-web.mjs). */
   webDir?: string;
   /** Bytes a browser may have queued before frames to it are dropped (the lab's VC_WS_CLIENT_QUEUE_BYTES). */
   clientQueueBytes?: number;
@@ -59,19 +58,24 @@ export interface ProxyOptions {
 }
 
 /** Request headers passed to the lab (hop-by-hop ones are not). */
-const forwardedRequestHeaders = ['authorization', 'content-type', 'accept', 'origin', 'if-match', 'last-event-id', 'user-agent'];
+const forwardedRequestHeaders = [
+  'authorization',
+  'content-type',
+  'accept',
+  'origin',
+  'if-match',
+  'last-event-id',
+  'user-agent',
+];
 /** Response headers passed back to the browser. */
-const forwardedResponseHeaders = ['content-type', 'www-authenticate', 'allow', 'retry-after', 'access-control-allow-origin', 'vary'];
-
-export function findWebDir(): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const candidate = join(dir, 'web', 'clocklab');
-    if (existsSync(join(candidate, 'index.html'))) return candidate;
-    dir = dirname(dir);
-  }
-  return undefined;
-}
+const forwardedResponseHeaders = [
+  'content-type',
+  'www-authenticate',
+  'allow',
+  'retry-after',
+  'access-control-allow-origin',
+  'vary',
+];
 
 interface Frame {
   data: Buffer;
@@ -100,7 +104,6 @@ interface Upstream {
 
 export async function startProxy(opts: ProxyOptions): Promise<{ port: number; close(): void }> {
   const { target, logger } = opts;
-  const webDir = opts.webDir ?? findWebDir();
   const app = new HttpApp({ name: 'clocklab-proxy', logger, cors: false });
   if (opts.registry) faultMetrics(app, opts.registry);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -108,62 +111,78 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
   const queueBytes = opts.clientQueueBytes ?? wsClientQueueBytesDefault;
   const pongDeadlineMs = opts.pongDeadlineMs ?? wsPongDeadlineMsDefault;
 
-  const page = (): HttpResult => {
-    const file = webDir ? join(webDir, 'index.html') : undefined;
-    if (!file || !existsSync(file)) return { status: 404, body: { error: 'web page not found (web/clocklab/index.html)' } };
-    return { status: 200, raw: readFileSync(file), headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } };
-  };
-  app.get('/', page);
-  app.get('/index.html', page);
+  // The page at GET / (and its hashed assets, favicon): 503 naming `make build` until it is built.
+  serveBuiltPage(app, { dir: opts.webDir ?? builtPageDir('clocklab'), page: 'clocklab' });
 
-  app.fallback((req) => new Promise<HttpResult>((resolve) => {
-    const headers: Record<string, string> = {};
-    for (const h of forwardedRequestHeaders) {
-      const v = req.headers[h];
-      if (v !== undefined) headers[h] = v;
-    }
-    if (req.rawBody.length > 0) headers['content-length'] = String(req.rawBody.length);
-    const qs = req.query.toString();
-    // A request target may carry raw non-ASCII bytes; http.request refuses those (and would throw
-    // inside this executor), so percent-encode them. Unencodable input is the client's error.
-    let path: string;
-    try {
-      path = req.path.replace(/[^\x21-\x7e]/g, (ch) => encodeURIComponent(ch));
-    } catch {
-      resolve({ status: 400, body: { error: 'request path is not valid text' } });
-      return;
-    }
-    const upstream = http.request({ host: target.host, port: target.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, agent, timeout: proxyRequestTimeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size <= proxyResponseBytesMax) {
-          chunks.push(c);
+  app.fallback(
+    (req) =>
+      new Promise<HttpResult>((resolve) => {
+        const headers: Record<string, string> = {};
+        for (const h of forwardedRequestHeaders) {
+          const v = req.headers[h];
+          if (v !== undefined) headers[h] = v;
+        }
+        if (req.rawBody.length > 0) headers['content-length'] = String(req.rawBody.length);
+        const qs = req.query.toString();
+        // A request target may carry raw non-ASCII bytes; http.request refuses those (and would throw
+        // inside this executor), so percent-encode them. Unencodable input is the client's error.
+        let path: string;
+        try {
+          path = req.path.replace(/[^\x21-\x7e]/g, (ch) => encodeURIComponent(ch));
+        } catch {
+          resolve({ status: 400, body: { error: 'request path is not valid text' } });
           return;
         }
-        res.destroy();
-        resolve({ status: 502, body: { error: `clock lab response exceeds ${proxyResponseBytesMax} bytes` } });
-      });
-      res.on('end', () => {
-        const out: Record<string, string> = {};
-        for (const h of forwardedResponseHeaders) {
-          const v = res.headers[h];
-          if (typeof v === 'string') out[h] = v;
-        }
-        out['content-type'] ??= 'application/octet-stream';
-        resolve({ status: res.statusCode ?? 502, raw: Buffer.concat(chunks), headers: out });
-      });
-      res.on('error', (err) => resolve({ status: 502, body: { error: `clock lab response failed: ${err.message}` } }));
-    });
-    upstream.on('timeout', () => {
-      upstream.destroy();
-      resolve({ status: 504, body: { error: `clock lab did not answer within ${proxyRequestTimeoutMs} ms` } });
-    });
-    upstream.on('error', (err) => resolve({ status: 502, body: { error: `clock lab unreachable at ${target.host}:${target.port}: ${err.message}` } }));
-    if (req.rawBody.length > 0) upstream.write(req.rawBody);
-    upstream.end();
-  }));
+        const upstream = http.request(
+          {
+            host: target.host,
+            port: target.port,
+            method: req.method,
+            path: qs ? `${path}?${qs}` : path,
+            headers,
+            agent,
+            timeout: proxyRequestTimeoutMs,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            let size = 0;
+            res.on('data', (c: Buffer) => {
+              size += c.length;
+              if (size <= proxyResponseBytesMax) {
+                chunks.push(c);
+                return;
+              }
+              res.destroy();
+              resolve({ status: 502, body: { error: `clock lab response exceeds ${proxyResponseBytesMax} bytes` } });
+            });
+            res.on('end', () => {
+              const out: Record<string, string> = {};
+              for (const h of forwardedResponseHeaders) {
+                const v = res.headers[h];
+                if (typeof v === 'string') out[h] = v;
+              }
+              out['content-type'] ??= 'application/octet-stream';
+              resolve({ status: res.statusCode ?? 502, raw: Buffer.concat(chunks), headers: out });
+            });
+            res.on('error', (err) =>
+              resolve({ status: 502, body: { error: `clock lab response failed: ${err.message}` } }),
+            );
+          },
+        );
+        upstream.on('timeout', () => {
+          upstream.destroy();
+          resolve({ status: 504, body: { error: `clock lab did not answer within ${proxyRequestTimeoutMs} ms` } });
+        });
+        upstream.on('error', (err) =>
+          resolve({
+            status: 502,
+            body: { error: `clock lab unreachable at ${target.host}:${target.port}: ${err.message}` },
+          }),
+        );
+        if (req.rawBody.length > 0) upstream.write(req.rawBody);
+        upstream.end();
+      }),
+  );
 
   const closeUpstream = (up: Upstream): void => {
     if (up.idle) clearTimeout(up.idle);
@@ -186,7 +205,10 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
 
   const openUpstream = (key: string, headers: Record<string, string>, token: string | null): Upstream => {
     // skipUTF8Validation: frames go on to browsers as they came; the lab only sends JSON text.
-    const ws = new WebSocket(`ws://${target.host}:${target.port}/ws${token !== null ? `?token=${encodeURIComponent(token)}` : ''}`, { headers, skipUTF8Validation: true, handshakeTimeout: proxyRequestTimeoutMs });
+    const ws = new WebSocket(
+      `ws://${target.host}:${target.port}/ws${token !== null ? `?token=${encodeURIComponent(token)}` : ''}`,
+      { headers, skipUTF8Validation: true, handshakeTimeout: proxyRequestTimeoutMs },
+    );
     let decide!: (d: UpgradeDecision<Upstream>) => void;
     const ready = new Promise<UpgradeDecision<Upstream>>((resolve) => {
       decide = resolve;
@@ -227,7 +249,8 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
       const f: Frame = { data: Buffer.from(data as Buffer), isBinary };
       up.history.push(f);
       up.historyBytes += f.data.length;
-      while (up.history.length > busHistoryMax || up.historyBytes > busHistoryCharsMax) up.historyBytes -= (up.history.shift() as Frame).data.length;
+      while (up.history.length > busHistoryMax || up.historyBytes > busHistoryCharsMax)
+        up.historyBytes -= (up.history.shift() as Frame).data.length;
       for (const c of up.clients) deliver(c, f);
     });
     ws.on('close', () => {
@@ -253,13 +276,25 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
       let up = upstreams.get(key);
       if (!up) {
         if (upstreams.size >= proxyUpstreamsMax) {
-          return { reject: { status: 503, error: `the proxy already holds ${proxyUpstreamsMax} upstream connections (one per distinct ` + 'credentials), its maximum' } };
+          return {
+            reject: {
+              status: 503,
+              error:
+                `the proxy already holds ${proxyUpstreamsMax} upstream connections (one per distinct ` +
+                'credentials), its maximum',
+            },
+          };
         }
         try {
           up = openUpstream(key, headers, token);
         } catch (err) {
           // Node refuses some header bytes uWS lets through (characters outside Latin-1, controls).
-          return { reject: { status: 400, error: `the request cannot be forwarded to the clock lab: ${(err as Error).message}` } };
+          return {
+            reject: {
+              status: 400,
+              error: `the request cannot be forwarded to the clock lab: ${(err as Error).message}`,
+            },
+          };
         }
       }
       return up.ready;

@@ -6,7 +6,15 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { HttpApp, HttpError, WsHub, healthRoutes, type HttpRequest, type HttpResult, type WsClient } from '../http/index.js';
+import {
+  HttpApp,
+  HttpError,
+  WsHub,
+  healthRoutes,
+  type HttpRequest,
+  type HttpResult,
+  type WsClient,
+} from '../http/index.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { SeededRng, liveRng } from '../util/rng.js';
 import { EventBus } from './bus.js';
@@ -28,6 +36,7 @@ import {
 import { LabMetrics } from './metrics.js';
 import { startProxy } from './proxy.js';
 import { hasScenario, runScenario, scenarioList } from './scenarios.js';
+import { ShiVizRecorder, formatShiViz, parseShiViz } from './shiviz.js';
 import {
   BroadcastBody,
   DeliveryBody,
@@ -88,7 +97,11 @@ function shown(s: string): string {
 
 function processIdProblem(field: string, id: string): string | undefined {
   if (charCount(id) > processIdCharsMax) return `${field}: must not have more than ${processIdCharsMax} characters`;
-  if (!processIdRe.test(id)) return `${field}: ${shown(id)} is not a valid process id (letters, digits, '_', '.', '-', ` + 'starting with a letter or digit)';
+  if (!processIdRe.test(id))
+    return (
+      `${field}: ${shown(id)} is not a valid process id (letters, digits, '_', '.', '-', ` +
+      'starting with a letter or digit)'
+    );
   return undefined;
 }
 
@@ -117,7 +130,11 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** `Bearer name:secret` against VC_API_TOKENS; undefined when allowed, else the 401 message. */
-function authProblem(tokens: string[] | undefined, authorization: string | undefined, queryToken?: string | null): string | undefined {
+function authProblem(
+  tokens: string[] | undefined,
+  authorization: string | undefined,
+  queryToken?: string | null,
+): string | undefined {
   if (!tokens) return undefined;
   let presented: string | undefined;
   if (authorization) {
@@ -201,36 +218,79 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   const routes = (prefix: string): void => {
     app.post<undefined>(`${prefix}/processes/:id/snapshot`, (req) => {
       const r = theLab.startSnapshot(processParam(req));
-      return r.ok ? { status: 201, body: { id: r.value.id, snapshot_id: r.value.id, initiator: r.value.initiator, participants: r.value.participants } } : answer(r);
+      return r.ok
+        ? {
+            status: 201,
+            body: {
+              id: r.value.id,
+              snapshot_id: r.value.id,
+              initiator: r.value.initiator,
+              participants: r.value.participants,
+            },
+          }
+        : answer(r);
     });
-    app.get(`${prefix}/snapshots/:id`, (req) => answer(theLab.snapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))));
-    app.get(`${prefix}/snapshots/:id/verify`, (req) => answer(theLab.verifySnapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))));
+    app.get(`${prefix}/snapshots/:id`, (req) =>
+      answer(theLab.snapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))),
+    );
+    app.get(`${prefix}/snapshots/:id/verify`, (req) =>
+      answer(theLab.verifySnapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))),
+    );
   };
   routes('/api/v1');
   routes(''); // the spec writes the snapshot endpoints without the prefix; both answer
 
   app.get('/api/v1/snapshots', () => ({ status: 200, body: { snapshots: theLab.snapshotList() } }));
   app.get('/api/v1/processes', () => ({ status: 200, body: { processes: theLab.processes() } }));
-  app.post<ProcessBodyT>('/api/v1/processes', (req) => answer(theLab.spawn(req.body.id, req.body.clock_type ?? 'vector'), 201), { body: ProcessBody });
+  app.post<ProcessBodyT>(
+    '/api/v1/processes',
+    (req) => answer(theLab.spawn(req.body.id, req.body.clock_type ?? 'vector'), 201),
+    { body: ProcessBody },
+  );
   app.get('/api/v1/processes/:id', (req) => answer(theLab.process(processParam(req))));
   app.delete('/api/v1/processes/:id', (req) => {
     const r = theLab.kill(processParam(req));
     return r.ok ? { status: 204 } : answer(r);
   });
-  app.post<EventBodyT | undefined>('/api/v1/processes/:id/event', (req) => answer(theLab.internalEvent(processParam(req), req.body?.label ?? '')), { body: EventBody, bodyOptional: true });
+  app.post<EventBodyT | undefined>(
+    '/api/v1/processes/:id/event',
+    (req) => answer(theLab.internalEvent(processParam(req), req.body?.label ?? '')),
+    { body: EventBody, bodyOptional: true },
+  );
 
-  app.post<MessageBodyT>('/api/v1/messages', (req) => answer(theLab.send(req.body.from, req.body.to, req.body.payload, req.body.amount ?? 0), 202), { body: MessageBody });
-  app.post<BroadcastBodyT>('/api/v1/broadcast', (req) => answer(theLab.broadcast(req.body.from, req.body.payload), 202), { body: BroadcastBody });
+  app.post<MessageBodyT>(
+    '/api/v1/messages',
+    (req) => answer(theLab.send(req.body.from, req.body.to, req.body.payload, req.body.amount ?? 0), 202),
+    { body: MessageBody },
+  );
+  app.post<BroadcastBodyT>(
+    '/api/v1/broadcast',
+    (req) => answer(theLab.broadcast(req.body.from, req.body.payload), 202),
+    { body: BroadcastBody },
+  );
 
   app.get('/api/v1/channels', () => ({ status: 200, body: { channels: theLab.channels() } }));
-  app.post<FaultsBodyT>('/api/v1/channels/:from/:to/faults', (req) => {
-    const b = req.body;
-    if (b.delay_ms === undefined && b.drop_rate === undefined && b.reorder === undefined && b.reorder_window_ms === undefined) {
-      throw new HttpError(400, 'body: give at least one of delay_ms, drop_rate, reorder, reorder_window_ms');
-    }
-    return answer(theLab.setChannelFaults(processParam(req, 'from'), processParam(req, 'to'), b));
-  }, { body: FaultsBody });
-  app.post<PartitionBodyT>('/api/v1/partition', (req) => answer(theLab.partition(req.body.side_a, req.body.side_b), 201), { body: PartitionBody });
+  app.post<FaultsBodyT>(
+    '/api/v1/channels/:from/:to/faults',
+    (req) => {
+      const b = req.body;
+      if (
+        b.delay_ms === undefined &&
+        b.drop_rate === undefined &&
+        b.reorder === undefined &&
+        b.reorder_window_ms === undefined
+      ) {
+        throw new HttpError(400, 'body: give at least one of delay_ms, drop_rate, reorder, reorder_window_ms');
+      }
+      return answer(theLab.setChannelFaults(processParam(req, 'from'), processParam(req, 'to'), b));
+    },
+    { body: FaultsBody },
+  );
+  app.post<PartitionBodyT>(
+    '/api/v1/partition',
+    (req) => answer(theLab.partition(req.body.side_a, req.body.side_b), 201),
+    { body: PartitionBody },
+  );
   app.delete('/api/v1/partition/:id', (req) => {
     const r = theLab.heal(nameParam(req, 'id', 'partition id', partitionIdCharsMax));
     return r.ok ? { status: 204 } : answer(r);
@@ -238,18 +298,29 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   app.delete('/api/v1/faults', () => ({ status: 200, body: theLab.clearFaults() }));
 
   app.get('/api/v1/delivery', () => ({ status: 200, body: { mode: theLab.deliveryMode } }));
-  app.put<DeliveryBodyT>('/api/v1/delivery', (req) => ({ status: 200, body: theLab.setDeliveryMode(req.body.mode) }), { body: DeliveryBody });
+  app.put<DeliveryBodyT>('/api/v1/delivery', (req) => ({ status: 200, body: theLab.setDeliveryMode(req.body.mode) }), {
+    body: DeliveryBody,
+  });
 
   const keyParam = (req: HttpRequest<unknown>): string => {
     const key = req.params['key'] ?? '';
-    if (key.length === 0 || charCount(key) > kvKeyCharsMax) throw new HttpError(400, `key: must be 1 to ${kvKeyCharsMax} characters`);
+    if (key.length === 0 || charCount(key) > kvKeyCharsMax)
+      throw new HttpError(400, `key: must be 1 to ${kvKeyCharsMax} characters`);
     // URL clients resolve these as path steps (GET /api/v1/kv/.. becomes GET /api/v1/): a key
     // nobody could read back through an ordinary client is not accepted.
-    if (key === '.' || key === '..') throw new HttpError(400, `key: ${shown(key)} is not a valid key (URLs resolve it as a path step)`);
+    if (key === '.' || key === '..')
+      throw new HttpError(400, `key: ${shown(key)} is not a valid key (URLs resolve it as a path step)`);
     return key;
   };
-  app.get('/api/v1/kv', () => ({ status: 200, body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy } }));
-  app.put<KvWriteBodyT>('/api/v1/kv/:key', (req) => answer(theLab.kvWrite(keyParam(req), req.body.value, req.body.writer, req.body.version)), { body: KvWriteBody });
+  app.get('/api/v1/kv', () => ({
+    status: 200,
+    body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy },
+  }));
+  app.put<KvWriteBodyT>(
+    '/api/v1/kv/:key',
+    (req) => answer(theLab.kvWrite(keyParam(req), req.body.value, req.body.writer, req.body.version)),
+    { body: KvWriteBody },
+  );
   app.get('/api/v1/kv/:key', (req) => {
     const reader = req.query.get('reader');
     const problem = reader === null ? undefined : processIdProblem('reader', reader);
@@ -260,12 +331,42 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   app.get('/api/v1/scenarios', () => ({ status: 200, body: { scenarios: scenarioList() } }));
   app.post<undefined>('/api/v1/scenarios/:name/run', (req) => {
     const name = nameParam(req, 'name', 'scenario name', scenarioNameCharsMax);
-    if (!hasScenario(name)) throw new HttpError(404, `scenario ${name} not found; known: ${scenarioList().map((s) => s.name).join(', ')}`);
+    if (!hasScenario(name))
+      throw new HttpError(
+        404,
+        `scenario ${name} not found; known: ${scenarioList()
+          .map((s) => s.name)
+          .join(', ')}`,
+      );
     const report = runScenario(theLab, name, emit);
     return { status: 200, body: report };
   });
 
   app.get('/api/v1/simulation/state', () => ({ status: 200, body: theLab.state() }));
+
+  // ShiViz interchange (../shared/specs/interop.md): the run as ShiViz's default log, and a log checked and
+  // read back as a run (the page draws it read-only; bodies are capped like every other body).
+  const shiviz = new ShiVizRecorder();
+  theLab.observe((type, data) => shiviz.onEvent(type, data));
+  app.get('/api/v1/export/shiviz', () => ({
+    status: 200,
+    raw: Buffer.from(formatShiViz(shiviz.log())),
+    headers: {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-disposition': 'attachment; filename="clocklab-run.log"',
+      'x-shiviz-events-forgotten': String(shiviz.forgotten),
+    },
+  }));
+  app.post<undefined>(
+    '/api/v1/import/shiviz',
+    (req) => {
+      const parsed = parseShiViz(req.rawBody.toString('utf8'));
+      if (!parsed.ok) throw new HttpError(400, `line ${parsed.line}: ${parsed.error}`);
+      const hosts = [...new Set(parsed.events.map((e) => e.host))];
+      return { status: 200, body: { read_only: true, hosts, events: parsed.events } };
+    },
+    { rawBody: true },
+  );
   app.post<undefined>('/api/v1/simulation/reset', () => ({ status: 200, body: theLab.reset(true) }));
 
   // ---- /ws: origin check (403), auth (401), history replay, fan-out, ping/pong
@@ -281,12 +382,20 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
     upgrade: (info) => {
       if (settings.allowedOrigins) {
         const origin = info.headers['origin'];
-        if (!origin) return { reject: { status: 403, error: 'an Origin header is required (VC_ALLOWED_ORIGINS is set)' } };
-        if (!settings.allowedOrigins.includes(origin)) return { reject: { status: 403, error: `origin ${origin} is not allowed` } };
+        if (!origin)
+          return { reject: { status: 403, error: 'an Origin header is required (VC_ALLOWED_ORIGINS is set)' } };
+        if (!settings.allowedOrigins.includes(origin))
+          return { reject: { status: 403, error: `origin ${origin} is not allowed` } };
       }
       const problem = authProblem(settings.apiTokens, info.headers['authorization'], info.query.get('token'));
       if (problem) return { reject: { status: 401, error: problem } };
-      if (hub.size >= settings.wsClientsMax) return { reject: { status: 503, error: `${settings.wsClientsMax} WebSocket clients are connected, the maximum (VC_WS_CLIENTS_MAX)` } };
+      if (hub.size >= settings.wsClientsMax)
+        return {
+          reject: {
+            status: 503,
+            error: `${settings.wsClientsMax} WebSocket clients are connected, the maximum (VC_WS_CLIENTS_MAX)`,
+          },
+        };
       return { data: {} };
     },
     open: (client: WsClient<Record<string, never>>) => {
@@ -327,7 +436,10 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   if (proxyPort !== false) {
     try {
       proxy = await startProxy({
-        port: proxyPort, host, target: { host: '127.0.0.1', port }, logger,
+        port: proxyPort,
+        host,
+        target: { host: '127.0.0.1', port },
+        logger,
         clientQueueBytes: settings.wsClientQueueBytes,
         pingIntervalMs: settings.wsPingIntervalMs,
         pongDeadlineMs: settings.wsPongDeadlineMs,
@@ -343,7 +455,10 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
       throw err;
     }
   }
-  logger.info({ port, proxyPort: proxy?.port, seed, config: settings.configPath, strategy: settings.lab.conflictStrategy }, 'clock lab listening');
+  logger.info(
+    { port, proxyPort: proxy?.port, seed, config: settings.configPath, strategy: settings.lab.conflictStrategy },
+    'clock lab listening',
+  );
 
   return {
     port,
