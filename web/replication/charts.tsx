@@ -34,8 +34,11 @@ export function TimeChart({
   series,
   xs,
   ys,
+  windowS,
 }: {
   title: string;
+  /** The x axis always spans this many seconds up to the newest point (a rolling window). */
+  windowS: number;
   series: readonly SeriesSpec[];
   xs: readonly number[];
   ys: ReadonlyArray<ReadonlyArray<number | null>>;
@@ -51,7 +54,7 @@ export function TimeChart({
       height: chartHeightPx,
       legend: { show: false },
       cursor: { show: false },
-      scales: { x: { time: true } },
+      scales: { x: { time: true, range: (_u, _min, max) => [max - windowS, max] } },
       axes: [
         { stroke: '#475569', grid: { stroke: '#e2e8f0' }, ticks: { stroke: '#cbd5e1' } },
         { stroke: '#475569', grid: { stroke: '#e2e8f0' }, ticks: { stroke: '#cbd5e1' }, size: 48 },

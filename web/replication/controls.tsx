@@ -388,7 +388,8 @@ export function EventList({ store, clusterId }: { store: ReplicationStore; clust
       {mine.length === 0 ? (
         <p class="muted">None since the page opened.</p>
       ) : (
-        <ol class="events" reversed>
+        // Focusable: it scrolls, and a keyboard user must reach it (axe: scrollable-region-focusable).
+        <ol class="events" reversed tabIndex={0} aria-label="Recent events, newest first">
           {mine
             .slice()
             .reverse()

@@ -53,13 +53,19 @@ export interface LogRow {
 /** A log entry as a row: its term (raft) or epoch (single leader), its key(s), committed or not. */
 export function logRow(e: LogEntryWire, commitIndex: number): LogRow {
   if (e.type === 'raft_snapshot') {
-    return { index: `≤ ${e.last_included_index ?? 0}`, term: String(e.term ?? '—'), key: 'snapshot', committed: 'yes' };
+    const index = `≤ ${e.last_included_index ?? 0}`;
+    return { index, term: String(e.term ?? '—'), key: 'snapshot', committed: 'yes' };
   }
   const index = e.index ?? 0;
   const term = e.term ?? e.epoch;
   const key = e.key ?? (e.ops ? e.ops.map((o) => o.key).join(', ') : `(${e.type ?? e.kind ?? 'entry'})`);
   const committed = e.committed ?? index <= commitIndex;
-  return { index: String(index), term: term === undefined ? '—' : String(term), key, committed: committed ? 'yes' : 'no' };
+  return {
+    index: String(index),
+    term: term === undefined ? '—' : String(term),
+    key,
+    committed: committed ? 'yes' : 'no',
+  };
 }
 
 /** A stored value as text: base64 on the wire, shown as UTF-8. */
@@ -136,10 +142,13 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
     };
     const schedule = (): void => {
       if (timer !== undefined || stopped) return;
-      timer = setTimeout(() => {
-        timer = undefined;
-        void load();
-      }, Math.max(0, last + drawerRefreshMinMs - Date.now()));
+      timer = setTimeout(
+        () => {
+          timer = undefined;
+          void load();
+        },
+        Math.max(0, last + drawerRefreshMinMs - Date.now()),
+      );
     };
     const unsubscribe = store.socket.subscribe((raw) => {
       const f = raw as FrameWire;
@@ -157,7 +166,10 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
   const node = nodeId !== null ? cluster.nodes[nodeId] : undefined;
   const d = data.value !== null && data.value.node === nodeId ? data.value : null;
   const rows = d ? d.log.slice(-logRowsShownMax).map((e) => logRow(e, node?.commitIndex ?? 0)) : [];
-  const skew = nodeId === null ? undefined : historyFaults.value.find((f) => f.kind === 'clock_skew' && f.node === nodeId && f.end_ms === null);
+  const skew =
+    nodeId === null
+      ? undefined
+      : historyFaults.value.find((f) => f.kind === 'clock_skew' && f.node === nodeId && f.end_ms === null);
   let newest = 0;
   if (d) {
     for (const e of d.log) newest = Math.max(newest, e.timestamp ?? 0);
@@ -169,14 +181,18 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
 
   return (
     <section class="panel drawer" aria-labelledby="drawer-h">
-      <h2 id="drawer-h">{nodeId === null ? 'Node' : `Node ${nodeId}${node ? ` · ${node.role} · ${node.state}` : ''}`}</h2>
+      <h2 id="drawer-h">
+        {nodeId === null ? 'Node' : `Node ${nodeId}${node ? ` · ${node.role} · ${node.state}` : ''}`}
+      </h2>
       {nodeId === null && <p class="muted">Select a node to see its log and store.</p>}
       {d?.error && <p class="error">{d.error}</p>}
       {nodeId !== null && (
         <dl class="facts">
           <dt>Clock</dt>
           <dd>
-            {skew ? `skewed ${skew.value !== undefined && skew.value >= 0 ? '+' : ''}${skew.value ?? 0} ms` : 'no skew applied'}
+            {skew
+              ? `skewed ${skew.value !== undefined && skew.value >= 0 ? '+' : ''}${skew.value ?? 0} ms`
+              : 'no skew applied'}
             {newest > 0 ? ` · newest HLC timestamp ${hlcText(newest)} UTC` : ''}
           </dd>
           <dt>Hinted handoffs</dt>
@@ -192,7 +208,11 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
       )}
       <section role="region" aria-labelledby="node-log-h" class="drawer-part" tabIndex={0}>
         <h3 id="node-log-h">Node log</h3>
-        {d && d.log.length > logRowsShownMax && <p class="muted">the last {logRowsShownMax} of {d.log.length} entries</p>}
+        {d && d.log.length > logRowsShownMax && (
+          <p class="muted">
+            the last {logRowsShownMax} of {d.log.length} entries
+          </p>
+        )}
         {rows.length === 0 ? (
           <p class="muted">{nodeId === null ? 'no node selected' : d ? 'empty' : 'loading…'}</p>
         ) : (
@@ -242,7 +262,11 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
             </tbody>
           </table>
         )}
-        {d && d.store.length > storeRowsShownMax && <p class="muted">the first {storeRowsShownMax} of {d.store.length} keys</p>}
+        {d && d.store.length > storeRowsShownMax && (
+          <p class="muted">
+            the first {storeRowsShownMax} of {d.store.length} keys
+          </p>
+        )}
       </section>
     </section>
   );

@@ -15,7 +15,7 @@ export const flowDotsMax = 8_192;
 export const flowDotsPerLinkPerSecondMax = 60;
 /** Dots in flight on one link at most. */
 export const flowDotsPerLinkMax = 48;
-/** How long a dot takes from one end of a link to the other, ms, plus the link's own latency (up to flowTravelMsMax). */
+/** A dot's trip from one end of a link to the other, ms, plus the link's own latency (up to flowTravelMsMax). */
 export const flowTravelMsBase = 700;
 export const flowTravelMsMax = 3_000;
 /** A dropped dot stays at the break this long, fading, ms. */
@@ -64,12 +64,24 @@ export function decodeLinkStats(data: unknown): LinkStatsWire | null {
  * handoff (pink), refusals (red). Types not listed get a colour from their name's hash.
  */
 export const typeFamilies: ReadonlyArray<{ name: string; color: string; types: readonly string[] }> = [
-  { name: 'replication', color: '#2563eb', types: ['append', 'entry', 'replicate', 'batch', 'put', 'write', 'snapshot', 'store_copy'] },
+  {
+    name: 'replication',
+    color: '#2563eb',
+    types: ['append', 'entry', 'replicate', 'batch', 'put', 'write', 'snapshot', 'store_copy'],
+  },
   { name: 'acknowledgement', color: '#16a34a', types: ['append_resp', 'ack', 'put_ack', 'snapshot_resp', 'entry_ack'] },
   { name: 'heartbeat', color: '#64748b', types: ['heartbeat', 'heartbeat_resp', 'ping', 'pong'] },
-  { name: 'election', color: '#d97706', types: ['vote_req', 'vote_resp', 'pre_vote_req', 'pre_vote_resp', 'set_leader'] },
+  {
+    name: 'election',
+    color: '#d97706',
+    types: ['vote_req', 'vote_resp', 'pre_vote_req', 'pre_vote_resp', 'set_leader'],
+  },
   { name: 'read', color: '#0891b2', types: ['get', 'get_reply', 'read', 'read_resp'] },
-  { name: 'anti-entropy', color: '#9333ea', types: ['anti_entropy_root', 'anti_entropy_pull', 'anti_entropy_keys', 'anti_entropy_push'] },
+  {
+    name: 'anti-entropy',
+    color: '#9333ea',
+    types: ['anti_entropy_root', 'anti_entropy_pull', 'anti_entropy_keys', 'anti_entropy_push'],
+  },
   { name: 'handoff', color: '#db2777', types: ['handoff', 'handoff_ack'] },
   { name: 'refusal', color: '#dc2626', types: ['refuse', 'put_nack'] },
 ];

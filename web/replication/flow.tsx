@@ -7,7 +7,7 @@
  */
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { decodeLinkStats, dotPosition, FlowModel, typeFamilies, type Point } from './flow-model.js';
+import { decodeLinkStats, dotPosition, FlowModel, flowLinksMax, typeFamilies, type Point } from './flow-model.js';
 import { linkId, type ClusterModel, type FrameWire } from './model.js';
 import type { ReplicationStore } from './store.js';
 import { layout, nodeRadius, viewH, viewW } from './topology.js';
@@ -49,11 +49,11 @@ export function MessageFlow({
     const pos = layout(ids);
     const inset = nodeRadius(ids.length);
     // Per link index: its ends (filled as links appear, so a frame never looks a name up).
-    const ax = new Float32Array(8192);
-    const ay = new Float32Array(8192);
-    const bx = new Float32Array(8192);
-    const by = new Float32Array(8192);
-    const known = new Uint8Array(8192);
+    const ax = new Float32Array(flowLinksMax);
+    const ay = new Float32Array(flowLinksMax);
+    const bx = new Float32Array(flowLinksMax);
+    const by = new Float32Array(flowLinksMax);
+    let known = 0;
     const pa: Point = { x: 0, y: 0 };
     const pb: Point = { x: 0, y: 0 };
     const out = { x: 0, y: 0, alpha: 1, stoppedAtDrop: false };
@@ -81,12 +81,13 @@ export function MessageFlow({
     });
     ro.observe(canvas);
 
+    // Links get indexes 0, 1, 2, ... as they appear: only the new ones are placed.
     const geometry = (): void => {
-      for (const l of model.links.values()) {
-        if (known[l.index] === 1) continue;
+      for (; known < model.links.size; known++) {
+        const l = model.linkAt(known);
+        if (!l) break;
         const a = pos.get(l.from);
         const b = pos.get(l.to);
-        known[l.index] = 1;
         // A node this view does not place (added since): its dots start and end at the centre.
         ax[l.index] = a?.x ?? viewW / 2;
         ay[l.index] = a?.y ?? viewH / 2;
@@ -99,10 +100,15 @@ export function MessageFlow({
       const started = performance.now();
       ctx.setTransform(1, 0, 0, 1, 0, 0);
       ctx.clearRect(0, 0, canvas.width, canvas.height);
-      const s = Math.min(w / viewW, h / viewH);
-      ctx.setTransform(dpr * s, 0, 0, dpr * s, (dpr * (w - viewW * s)) / 2, (dpr * (h - viewH * s)) / 2);
+      // View units to device pixels, by hand: drawing under a scaling transform anti-aliases every
+      // edge (about 3x the cost in software rendering); whole-pixel squares at identity do not.
+      const s = Math.min(w / viewW, h / viewH) * dpr;
+      const ox = (dpr * w - viewW * s) / 2;
+      const oy = (dpr * h - viewH * s) / 2;
+      const side = Math.max(3, Math.round(2 * dotHalf * s));
+      const half = side / 2;
       const n = model.count;
-      // One path per colour: the dots still moving.
+      // One fill colour at a time: the dots still moving, as whole-pixel squares.
       for (let t = 0; t < model.typeNames.length; t++) {
         let any = false;
         for (let i = 0; i < n; i++) {
@@ -114,18 +120,15 @@ export function MessageFlow({
           pb.y = by[li] as number;
           if (!dotPosition(model, i, now, pa, pb, inset, out) || out.stoppedAtDrop) continue;
           if (!any) {
-            ctx.beginPath();
+            ctx.fillStyle = model.typeColors[t] as string;
             any = true;
           }
-          ctx.rect(out.x - dotHalf, out.y - dotHalf, 2 * dotHalf, 2 * dotHalf);
-        }
-        if (any) {
-          ctx.fillStyle = model.typeColors[t] as string;
-          ctx.fill();
+          ctx.fillRect(Math.round(ox + out.x * s - half), Math.round(oy + out.y * s - half), side, side);
         }
       }
       // Dropped dots: stopped at the break, an x over them, fading (few: drawn one by one).
-      ctx.lineWidth = 1.5;
+      ctx.lineWidth = 1.5 * dpr;
+      ctx.strokeStyle = '#dc2626';
       for (let i = 0; i < n; i++) {
         if ((model.dotDropAt[i] as number) > 1) continue;
         const li = model.dotLink[i] as number;
@@ -134,31 +137,39 @@ export function MessageFlow({
         pb.x = bx[li] as number;
         pb.y = by[li] as number;
         if (!dotPosition(model, i, now, pa, pb, inset, out) || !out.stoppedAtDrop) continue;
+        const x = ox + out.x * s;
+        const y = oy + out.y * s;
+        const r = 4 * dpr;
         ctx.globalAlpha = out.alpha;
         ctx.fillStyle = model.typeColors[model.dotType[i] as number] as string;
-        ctx.fillRect(out.x - dotHalf, out.y - dotHalf, 2 * dotHalf, 2 * dotHalf);
-        ctx.strokeStyle = '#dc2626';
+        ctx.fillRect(Math.round(x - half), Math.round(y - half), side, side);
         ctx.beginPath();
-        ctx.moveTo(out.x - 4, out.y - 4);
-        ctx.lineTo(out.x + 4, out.y + 4);
-        ctx.moveTo(out.x + 4, out.y - 4);
-        ctx.lineTo(out.x - 4, out.y + 4);
+        ctx.moveTo(x - r, y - r);
+        ctx.lineTo(x + r, y + r);
+        ctx.moveTo(x + r, y - r);
+        ctx.lineTo(x - r, y + r);
         ctx.stroke();
       }
       ctx.globalAlpha = 1;
       // The busiest links' rates, at their middles.
       if (labels.length > 0) {
-        ctx.font = '11px system-ui, sans-serif';
+        ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`;
         ctx.textAlign = 'center';
         for (const r of labels) {
           const a = pos.get(r.a);
           const b = pos.get(r.b);
           if (!a || !b) continue;
           const text = `${rateText(r.ratePerS)}/s`;
-          const x = (a.x + b.x) / 2;
-          const y = (a.y + b.y) / 2 + 14;
+          const x = ox + ((a.x + b.x) / 2) * s;
+          const y = oy + ((a.y + b.y) / 2) * s + 14 * dpr;
+          const tw = ctx.measureText(text).width;
           ctx.fillStyle = 'rgba(255,255,255,0.8)';
-          ctx.fillRect(x - 3 - text.length * 3, y - 10, 6 + text.length * 6, 13);
+          ctx.fillRect(
+            Math.round(x - tw / 2 - 3 * dpr),
+            Math.round(y - 10 * dpr),
+            Math.round(tw + 6 * dpr),
+            Math.round(13 * dpr),
+          );
           ctx.fillStyle = r.dropShare > 0.01 ? '#b91c1c' : '#0f172a';
           ctx.fillText(text, x, y);
         }
@@ -175,6 +186,7 @@ export function MessageFlow({
       setTotal(model.totalRatePerS());
       canvas.dataset['dots'] = String(model.count);
       canvas.dataset['spawned'] = String(model.spawned);
+      canvas.dataset['rate'] = String(Math.round(model.totalRatePerS()));
       canvas.dataset['drawMs'] = drawCount > 0 ? (drawMsSum / drawCount).toFixed(3) : '0';
       drawMsSum = 0;
       drawCount = 0;

@@ -159,10 +159,8 @@ export function faultText(f: FaultWire): string {
     case 'clock_skew':
       return `skew ${f.node ?? '?'} ${(f.value ?? 0) >= 0 ? '+' : ''}${f.value ?? 0} ms`;
     case 'partition':
-      return `partition ${f.partition_id ?? ''} ${(f.group_a ?? []).join(' ')} | ${(f.group_b ?? []).join(' ')}`.replace(
-        /\s+/g,
-        ' ',
-      );
+      const sides = `${(f.group_a ?? []).join(' ')} | ${(f.group_b ?? []).join(' ')}`;
+      return `partition ${f.partition_id ?? ''} ${sides}`.replace(/\s+/g, ' ');
     case 'latency':
       return `latency ${f.from ?? '?'}>${f.to ?? '?'} ${f.value ?? '?'} ms`;
     case 'drop':
@@ -216,7 +214,9 @@ export function visibleOps(
   max: number,
 ): { shown: HistoryRecordWire[]; hidden: number } {
   const all = ops.filter((o) => o.complete_ms >= w.start && o.invoke_ms <= w.end);
-  return all.length <= max ? { shown: all, hidden: 0 } : { shown: all.slice(all.length - max), hidden: all.length - max };
+  return all.length <= max
+    ? { shown: all, hidden: 0 }
+    : { shown: all.slice(all.length - max), hidden: all.length - max };
 }
 
 /** Fault intervals overlapping the window, each given a row so overlapping ones do not cover each other. */
@@ -312,7 +312,9 @@ export function findWitness(ops: readonly HistoryRecordWire[], culprit: HistoryR
       const w = writesOfV[0] as HistoryRecordWire;
       return {
         indexes: sortIdx([r, w]),
-        reason: `read of ${k}=${show(v)} at ${span(r, t0)} saw a value whose write began only later, at ${at(w.invoke_ms, t0)}`,
+        reason:
+          `read of ${k}=${show(v)} at ${span(r, t0)} saw a value whose write began only later, ` +
+          `at ${at(w.invoke_ms, t0)}`,
         proven: true,
       };
     }
@@ -322,13 +324,18 @@ export function findWitness(ops: readonly HistoryRecordWire[], culprit: HistoryR
       .filter((w2) => w2.type === 'ok' && w2.invoke_ms > lastVEnd && w2.complete_ms < r.invoke_ms)
       .sort((a, b) => b.complete_ms - a.complete_ms)[0];
     if (overwriter !== undefined) {
-      const wv = writesOfV.filter((w) => w.complete_ms < overwriter.invoke_ms).sort((a, b) => b.complete_ms - a.complete_ms)[0];
+      const wv = writesOfV
+        .filter((w) => w.complete_ms < overwriter.invoke_ms)
+        .sort((a, b) => b.complete_ms - a.complete_ms)[0];
       const shownV = `${k}=${show(v)}`;
-      const by = `${overwriter.f === 'delete' ? `delete of ${k}` : `write of ${k}=${show(overwriter.value)}`} completed at ${at(overwriter.complete_ms, t0)}`;
+      const what = overwriter.f === 'delete' ? `delete of ${k}` : `write of ${k}=${show(overwriter.value)}`;
+      const by = `${what} completed at ${at(overwriter.complete_ms, t0)}`;
       if (wv !== undefined) {
         return {
           indexes: sortIdx([wv, overwriter, r]),
-          reason: `read of ${shownV} at ${span(r, t0)} saw a value overwritten before it began: the ${by}, after the write of ${shownV} completed at ${at(wv.complete_ms, t0)}`,
+          reason:
+            `read of ${shownV} at ${span(r, t0)} saw a value overwritten before it began: the ${by}, ` +
+            `after the write of ${shownV} completed at ${at(wv.complete_ms, t0)}`,
           proven: true,
         };
       }
@@ -351,7 +358,10 @@ export function findWitness(ops: readonly HistoryRecordWire[], culprit: HistoryR
       const wv2 = writesOfV2[0] as HistoryRecordWire;
       return {
         indexes: sortIdx([wv, wv2, r0, r]),
-        reason: `read of ${k}=${show(v)} at ${span(r, t0)} went back in time: an earlier read, completed at ${at(r0.complete_ms, t0)}, already saw the newer ${k}=${show(r0.value)}, written after ${k}=${show(v)}`,
+        reason:
+          `read of ${k}=${show(v)} at ${span(r, t0)} went back in time: an earlier read, ` +
+          `completed at ${at(r0.complete_ms, t0)}, already saw the newer ${k}=${show(r0.value)}, ` +
+          `written after ${k}=${show(v)}`,
         proven: true,
       };
     }
@@ -362,7 +372,9 @@ export function findWitness(ops: readonly HistoryRecordWire[], culprit: HistoryR
     .slice(0, 3);
   return {
     indexes: sortIdx([culprit, ...before]),
-    reason: `${culprit.f} of ${k}${culprit.f === 'delete' ? '' : `=${show(culprit.value)}`} at ${span(culprit, t0)} cannot be ordered after the operations before it (shown: the last ${before.length} on ${k})`,
+    reason:
+      `${culprit.f} of ${k}${culprit.f === 'delete' ? '' : `=${show(culprit.value)}`} at ${span(culprit, t0)} ` +
+      `cannot be ordered after the operations before it (shown: the last ${before.length} on ${k})`,
     proven: false,
   };
 }

@@ -6,7 +6,7 @@
  * while the page is visible); the rules (merge, layout, witness) live in history-model.ts.
  */
 import { signal, useSignal, type Signal } from '@preact/signals';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import type { JSX } from 'preact';
 import { api } from '../shared/api.js';
 import type { FrameWire } from './model.js';
@@ -66,6 +66,8 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
   const manual = useSignal<TimeWindow | null>(null);
   const witness = useSignal<ReadonlySet<number>>(new Set());
   const fetchError = useSignal<string | null>(null);
+  /** When the buffer was last fetched: open faults are drawn up to it (not to each render's now). */
+  const fetchedAt = useSignal(0);
   /** Fetches what arrived since the last page (the checkers call it before they read the buffer). */
   const refresh = useRef<() => Promise<void>>(() => Promise.resolve());
 
@@ -76,7 +78,12 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
     let stopped = false;
     const unsubscribe = store.socket.subscribe((raw) => {
       const f = raw as FrameWire;
-      if (f !== null && typeof f === 'object' && f.type !== 'link_stats' && (f.cluster_id === clusterId || f.type === 'events_dropped'))
+      if (
+        f !== null &&
+        typeof f === 'object' &&
+        f.type !== 'link_stats' &&
+        (f.cluster_id === clusterId || f.type === 'events_dropped')
+      )
         dirty = true;
     });
     const pull = async (): Promise<void> => {
@@ -86,11 +93,16 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
       let b = buffer.value;
       if (b.nextSince === 0 && b.ops.length === 0) {
         // First sight: where the history ends, to start near it.
-        const probe = await api.get<HistoryPageWire>(`${cpath(clusterId, '/history')}?since=${Number.MAX_SAFE_INTEGER}&limit=1`);
-        if (probe.ok) b = { ...b, nextSince: Math.max(probe.body.ops_dropped, probe.body.total - historyInitialOpsMax) };
+        const probe = await api.get<HistoryPageWire>(
+          `${cpath(clusterId, '/history')}?since=${Number.MAX_SAFE_INTEGER}&limit=1`,
+        );
+        if (probe.ok)
+          b = { ...b, nextSince: Math.max(probe.body.ops_dropped, probe.body.total - historyInitialOpsMax) };
       }
       for (let i = 0; i < historyPagesPerTickMax && !stopped; i++) {
-        const r = await api.get<HistoryPageWire>(`${cpath(clusterId, '/history')}?since=${b.nextSince}&limit=${historyPageOps}`);
+        const r = await api.get<HistoryPageWire>(
+          `${cpath(clusterId, '/history')}?since=${b.nextSince}&limit=${historyPageOps}`,
+        );
         if (!r.ok) {
           fetchError.value = `history: ${r.error}`;
           break;
@@ -100,6 +112,7 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
         if (r.body.next_since >= r.body.total) break;
       }
       if (!stopped) {
+        fetchedAt.value = Date.now();
         buffer.value = b;
         historyFaults.value = b.faults;
       }
@@ -124,7 +137,8 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
   }, [store, clusterId]);
 
   const b = buffer.value;
-  const extent = timeExtent(b, b.ops.length > 0 || b.faults.length > 0 ? Date.now() : undefined);
+  const now = fetchedAt.value;
+  const extent = timeExtent(b, now);
   const win: TimeWindow | null =
     extent === null
       ? null
@@ -137,23 +151,47 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
     spanMs.value = w.end - w.start;
   };
 
+  // The page re-renders on every model flush (50 ms under load): the same vnode lets Preact skip
+  // the timeline unless what it draws changed.
+  const w0 = win?.start ?? 0;
+  const w1 = win?.end ?? 0;
+  const t0 = extent?.t0 ?? 0;
+  const timeline = useMemo(
+    () => <Timeline buffer={b} win={{ start: w0, end: w1 }} t0={t0} witness={witness.value} now={now} />,
+    [b, w0, w1, t0, witness.value, now],
+  );
   return (
     <section class="panel history" role="region" aria-labelledby="history-h">
       <h2 id="history-h">History</h2>
       <div class="row">
-        <button type="button" class="secondary" disabled={win === null} onClick={() => win && setWindow(zoom(win, 0.5, win.end - (win.end - win.start) / 2, spanMsMin))}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={win === null}
+          onClick={() => win && setWindow(zoom(win, 0.5, win.end - (win.end - win.start) / 2, spanMsMin))}
+        >
           Zoom in
         </button>
         <button type="button" class="secondary" disabled={win === null} onClick={() => win && setWindow(zoom(win, 2))}>
           Zoom out
         </button>
-        <button type="button" class="secondary" disabled={win === null} onClick={() => win && setWindow(pan(win, -0.5))}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={win === null}
+          onClick={() => win && setWindow(pan(win, -0.5))}
+        >
           Earlier
         </button>
         <button type="button" class="secondary" disabled={win === null} onClick={() => win && setWindow(pan(win, 0.5))}>
           Later
         </button>
-        <button type="button" class="secondary" disabled={extent === null} onClick={() => extent && setWindow({ start: extent.t0, end: extent.t1 })}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={extent === null}
+          onClick={() => extent && setWindow({ start: extent.t0, end: extent.t1 })}
+        >
           Whole history
         </button>
         <label>
@@ -176,9 +214,15 @@ export function HistoryPanel({ store, clusterId }: { store: ReplicationStore; cl
       {win === null || extent === null ? (
         <p class="muted">No client operation or fault yet: write or read from the console.</p>
       ) : (
-        <Timeline buffer={b} win={win} t0={extent.t0} witness={witness.value} />
+        timeline
       )}
-      <Checkers clusterId={clusterId} buffer={buffer} witness={witness} onFocus={setWindow} refresh={() => refresh.current()} />
+      <Checkers
+        clusterId={clusterId}
+        buffer={buffer}
+        witness={witness}
+        onFocus={setWindow}
+        refresh={() => refresh.current()}
+      />
     </section>
   );
 }
@@ -188,20 +232,22 @@ const pan = (w: TimeWindow, by: number): TimeWindow => {
   return { start: w.start + d, end: w.end + d };
 };
 
-const fmtSpan = (ms: number): string => (ms >= 1000 ? `${(ms / 1000).toFixed(ms >= 10_000 ? 0 : 1)} s` : `${ms.toFixed(ms >= 10 ? 0 : 2)} ms`);
+const fmtSpan = (ms: number): string =>
+  ms >= 1000 ? `${(ms / 1000).toFixed(ms >= 10_000 ? 0 : 1)} s` : `${ms.toFixed(ms >= 10 ? 0 : 2)} ms`;
 
 function Timeline({
   buffer,
   win,
   t0,
   witness,
+  now,
 }: {
   buffer: HistoryBuffer;
   win: TimeWindow;
   t0: number;
   witness: ReadonlySet<number>;
+  now: number;
 }): JSX.Element {
-  const now = Date.now();
   const lanes = clientLanes(buffer.ops);
   const { shown, hidden } = visibleOps(buffer.ops, win, barsDrawnMax);
   // Highlighted operations are drawn even past the cap.
@@ -219,7 +265,13 @@ function Timeline({
         <Axis win={win} t0={t0} plot={plot} />
         {lanes.map((l) => (
           <g key={l} role="img" aria-label={`client ${l}`}>
-            <line class="lane" x1={labelUnits} x2={widthUnits} y1={(laneY.get(l) ?? 0) + laneUnits / 2} y2={(laneY.get(l) ?? 0) + laneUnits / 2} />
+            <line
+              class="lane"
+              x1={labelUnits}
+              x2={widthUnits}
+              y1={(laneY.get(l) ?? 0) + laneUnits / 2}
+              y2={(laneY.get(l) ?? 0) + laneUnits / 2}
+            />
             <text class="lane-label" x={2} y={(laneY.get(l) ?? 0) + 15}>
               {l.length > 12 ? `${l.slice(0, 11)}…` : l}
             </text>
@@ -238,7 +290,9 @@ function Timeline({
           const x1 = x(fault.start_ms);
           const x2 = Math.max(x1 + 3, x(end));
           const y = faultTop + row * laneUnits + 2;
-          const label = `fault ${faultText(fault)} from ${secs(fault.start_ms, t0)}${fault.end_ms === null ? ', ongoing' : fault.kind === 'heal' ? '' : ` to ${secs(fault.end_ms, t0)}`}`;
+          const until =
+            fault.end_ms === null ? ', ongoing' : fault.kind === 'heal' ? '' : ` to ${secs(fault.end_ms, t0)}`;
+          const label = `fault ${faultText(fault)} from ${secs(fault.start_ms, t0)}${until}`;
           return (
             <g key={fault.index} role="img" aria-label={label} class={`fault ${fault.kind}`}>
               <title>{label}</title>
@@ -290,7 +344,8 @@ function Bar({
 }): JSX.Element {
   const x1 = x(op.invoke_ms);
   const x2 = Math.max(x1 + 2, x(op.complete_ms));
-  const label = `${hot ? 'cannot be ordered: ' : ''}${opText(op)}, ${secs(op.invoke_ms, t0)} to ${secs(op.complete_ms, t0)}`;
+  const when = `${secs(op.invoke_ms, t0)} to ${secs(op.complete_ms, t0)}`;
+  const label = `${hot ? 'cannot be ordered: ' : ''}${opText(op)}, ${when}`;
   return (
     <g role="img" aria-label={label} class={`op ${op.f} ${op.type}${hot ? ' witness' : ''}`}>
       <title>{label}</title>
@@ -343,7 +398,11 @@ function Checkers({
     }
     const body = r.body;
     if (body.verdict === 'linearizable') {
-      lin.value = { text: `linearizable: ${body.ops} operations over ${body.keys} keys`, bad: false, details: body.note ? [body.note] : [] };
+      lin.value = {
+        text: `linearizable: ${body.ops} operations over ${body.keys} keys`,
+        bad: false,
+        details: body.note ? [body.note] : [],
+      };
       return;
     }
     if (body.verdict === 'unknown' || body.violation === undefined) {
@@ -356,7 +415,11 @@ function Checkers({
     const ops = buffer.value.ops;
     const culprit = findReported(ops, body.violation.op);
     if (culprit === undefined) {
-      lin.value = { text: `not linearizable: ${body.violation.message}`, bad: true, details: body.violation.linearizable_prefix };
+      lin.value = {
+        text: `not linearizable: ${body.violation.message}`,
+        bad: true,
+        details: body.violation.linearizable_prefix,
+      };
       return;
     }
     const ext = timeExtent(buffer.value);
@@ -367,7 +430,8 @@ function Checkers({
       text: `not linearizable: ${w.reason}`,
       bad: true,
       details: [
-        `${w.proven ? 'These' : 'The checker names the last one; these'} ${chosen.length} operation(s) cannot be ordered:`,
+        `${w.proven ? 'These' : 'The checker names the last one; these'} ${chosen.length} operation(s) ` +
+          'cannot be ordered:',
         ...chosen.map((o) => opText(o)),
       ],
     };
@@ -385,7 +449,11 @@ function Checkers({
     if (!mounted.current) return;
     if (!r.ok) conv.value = { text: `convergence check failed: ${r.error}`, bad: true, details: [] };
     else if (r.body.converged)
-      conv.value = { text: `converged: all ${r.body.keys} keys agree across ${r.body.replicas.join(', ')}`, bad: false, details: r.body.note ? [r.body.note] : [] };
+      conv.value = {
+        text: `converged: all ${r.body.keys} keys agree across ${r.body.replicas.join(', ')}`,
+        bad: false,
+        details: r.body.note ? [r.body.note] : [],
+      };
     else
       conv.value = {
         text: `diverged: ${r.body.diverged_total} of ${r.body.keys} keys differ`,
@@ -400,7 +468,12 @@ function Checkers({
     busy.value = null;
     if (!mounted.current) return;
     if (!r.ok) inv.value = { text: `invariants check failed: ${r.error}`, bad: true, details: [] };
-    else inv.value = { text: r.body.ok ? 'invariants hold' : `${r.body.violations.length} invariant(s) violated`, bad: !r.body.ok, details: r.body.violations };
+    else
+      inv.value = {
+        text: r.body.ok ? 'invariants hold' : `${r.body.violations.length} invariant(s) violated`,
+        bad: !r.body.ok,
+        details: r.body.violations,
+      };
   };
 
   return (
@@ -429,7 +502,7 @@ function Checkers({
 function VerdictView({ name, v }: { name: string; v: Verdict | null }): JSX.Element | null {
   if (v === null) return null;
   return (
-    <div class={`verdict ${v.bad ? 'bad' : 'good'}`}>
+    <div class={`hverdict ${v.bad ? 'bad' : 'good'}`}>
       <strong>{name}:</strong> <span>{v.text}</span>
       {v.details.length > 0 && (
         <ul>

@@ -60,7 +60,16 @@ interface Columns {
   failed: Array<number | null>;
 }
 
-const emptyColumns = (): Columns => ({ xs: [], ok: [], server: [], p50: [], p99: [], lagMax: [], dropped: [], failed: [] });
+const emptyColumns = (): Columns => ({
+  xs: [],
+  ok: [],
+  server: [],
+  p50: [],
+  p99: [],
+  lagMax: [],
+  dropped: [],
+  failed: [],
+});
 
 const throughputSeries: SeriesSpec[] = [
   { label: 'page answers', color: '#2563eb', unit: 'ops/s' },
@@ -125,8 +134,14 @@ class LoadRunner {
     // A read of a key not written yet would answer 404 (logged by the browser as an error): write it first.
     const read = this.written.has(k) && Math.random() < this.s.readShare;
     const r = read
-      ? await api.get(`${cpath(this.clusterId, '/read')}?${new URLSearchParams({ key, client_id: clientId }).toString()}`)
-      : await api.post(cpath(this.clusterId, '/write'), { key, value: `v${Date.now() % 1_000_000}`, client_id: clientId });
+      ? await api.get(
+          `${cpath(this.clusterId, '/read')}?${new URLSearchParams({ key, client_id: clientId }).toString()}`,
+        )
+      : await api.post(cpath(this.clusterId, '/write'), {
+          key,
+          value: `v${Date.now() % 1_000_000}`,
+          client_id: clientId,
+        });
     if (r.ok && !read) this.written.add(k);
     const b = this.bucket();
     if (r.ok) {
@@ -161,7 +176,8 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
       if (d === null) return;
       const b = bucket.current;
       if (d.ops) b.serverOps += d.ops.writes + d.ops.reads + d.ops.write_failures;
-      for (const l of d.links) b.dropped += (l.dropped?.rate ?? 0) + (l.dropped?.partition ?? 0) + (l.dropped?.full ?? 0);
+      for (const l of d.links)
+        b.dropped += (l.dropped?.rate ?? 0) + (l.dropped?.partition ?? 0) + (l.dropped?.full ?? 0);
     };
     store.listeners.add(onFrame);
     // One point a second: the bucket closes, the columns keep the last chartWindowS points.
@@ -190,7 +206,8 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
           failed: push(old.failed, measuring || b.failed > 0 ? b.failed : null),
         };
       });
-      if (runner.current) setStarted({ started: runner.current.schedule.started, skipped: runner.current.schedule.skipped });
+      if (runner.current)
+        setStarted({ started: runner.current.schedule.started, skipped: runner.current.schedule.skipped });
     }, 1_000);
     return () => {
       store.listeners.delete(onFrame);
@@ -231,19 +248,43 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
       <form class="row" onSubmit={start}>
         <label>
           Clients
-          <input type="number" min={1} max={loadClientsMax} value={clients} onInput={(e) => setClients((e.currentTarget as HTMLInputElement).value)} />
+          <input
+            type="number"
+            min={1}
+            max={loadClientsMax}
+            value={clients}
+            onInput={(e) => setClients((e.currentTarget as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Rate (ops/s)
-          <input type="number" min={1} max={loadRatePerSecondMax} value={rate} onInput={(e) => setRate((e.currentTarget as HTMLInputElement).value)} />
+          <input
+            type="number"
+            min={1}
+            max={loadRatePerSecondMax}
+            value={rate}
+            onInput={(e) => setRate((e.currentTarget as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Keys
-          <input type="number" min={1} max={loadKeysMax} value={keys} onInput={(e) => setKeys((e.currentTarget as HTMLInputElement).value)} />
+          <input
+            type="number"
+            min={1}
+            max={loadKeysMax}
+            value={keys}
+            onInput={(e) => setKeys((e.currentTarget as HTMLInputElement).value)}
+          />
         </label>
         <label>
           Reads (%)
-          <input type="number" min={0} max={100} value={reads} onInput={(e) => setReads((e.currentTarget as HTMLInputElement).value)} />
+          <input
+            type="number"
+            min={0}
+            max={100}
+            value={reads}
+            onInput={(e) => setReads((e.currentTarget as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={running}>
           Start load
@@ -261,10 +302,28 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
               : 'Browsers open about six connections per server: past that, clients wait their turn.')}
       </p>
       <div class="charts">
-        <TimeChart title="Throughput" series={throughputSeries} xs={cols.xs} ys={[cols.ok, cols.server]} />
-        <TimeChart title="Latency" series={latencySeries} xs={cols.xs} ys={[cols.p50, cols.p99]} />
-        <TimeChart title="Replication lag" series={lagSeries} xs={cols.xs} ys={[cols.lagMax]} />
-        <TimeChart title="Drops" series={dropSeries} xs={cols.xs} ys={[cols.dropped, cols.failed]} />
+        <TimeChart
+          title="Throughput"
+          series={throughputSeries}
+          windowS={chartWindowS}
+          xs={cols.xs}
+          ys={[cols.ok, cols.server]}
+        />
+        <TimeChart
+          title="Latency"
+          series={latencySeries}
+          windowS={chartWindowS}
+          xs={cols.xs}
+          ys={[cols.p50, cols.p99]}
+        />
+        <TimeChart title="Replication lag" series={lagSeries} windowS={chartWindowS} xs={cols.xs} ys={[cols.lagMax]} />
+        <TimeChart
+          title="Drops"
+          series={dropSeries}
+          windowS={chartWindowS}
+          xs={cols.xs}
+          ys={[cols.dropped, cols.failed]}
+        />
       </div>
     </section>
   );

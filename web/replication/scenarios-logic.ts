@@ -68,14 +68,62 @@ export const consistencyDemos: readonly Choice[] = [
 ];
 
 export const primitiveDemos: ReadonlyArray<Choice & { path: string }> = [
-  { value: 'demo:2pc', label: 'two-phase commit', path: '/api/v1/demos/2pc', description: 'A transaction over three participants, committed.', group: 'demo' },
-  { value: 'demo:2pc-crash', label: 'two-phase commit, coordinator crash', path: '/api/v1/demos/2pc?crash=true', description: 'The coordinator crashes after logging its decision: participants block.', group: 'demo' },
-  { value: 'demo:mvcc', label: 'snapshot-isolated reads (MVCC)', path: '/api/v1/demos/mvcc', description: 'A long reader keeps its snapshot while writers commit; first committer wins.', group: 'demo' },
-  { value: 'demo:wal', label: 'write-ahead log, buffered', path: '/api/v1/demos/wal?mode=buffered', description: 'Acknowledged writes before a crash, with buffered writes: some may be lost.', group: 'demo' },
-  { value: 'demo:wal-fsync', label: 'write-ahead log, fsync', path: '/api/v1/demos/wal?mode=fsync', description: 'The same with an fsync before each acknowledgement: none is lost.', group: 'demo' },
-  { value: 'demo:swim', label: 'gossip membership (SWIM)', path: '/api/v1/demos/swim', description: 'A member fails; the others suspect, then declare it dead, over lossy links.', group: 'demo' },
-  { value: 'demo:paxos', label: 'single-decree consensus (Paxos)', path: '/api/v1/demos/paxos', description: 'Three proposers duel; one value is chosen and a latecomer adopts it.', group: 'demo' },
-  { value: 'demo:detsim', label: 'deterministic simulation', path: '/api/v1/demos/detsim', description: 'The same seed gives the same run; another seed, another run.', group: 'demo' },
+  {
+    value: 'demo:2pc',
+    label: 'two-phase commit',
+    path: '/api/v1/demos/2pc',
+    description: 'A transaction over three participants, committed.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:2pc-crash',
+    label: 'two-phase commit, coordinator crash',
+    path: '/api/v1/demos/2pc?crash=true',
+    description: 'The coordinator crashes after logging its decision: participants block.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:mvcc',
+    label: 'snapshot-isolated reads (MVCC)',
+    path: '/api/v1/demos/mvcc',
+    description: 'A long reader keeps its snapshot while writers commit; first committer wins.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:wal',
+    label: 'write-ahead log, buffered',
+    path: '/api/v1/demos/wal?mode=buffered',
+    description: 'Acknowledged writes before a crash, with buffered writes: some may be lost.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:wal-fsync',
+    label: 'write-ahead log, fsync',
+    path: '/api/v1/demos/wal?mode=fsync',
+    description: 'The same with an fsync before each acknowledgement: none is lost.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:swim',
+    label: 'gossip membership (SWIM)',
+    path: '/api/v1/demos/swim',
+    description: 'A member fails; the others suspect, then declare it dead, over lossy links.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:paxos',
+    label: 'single-decree consensus (Paxos)',
+    path: '/api/v1/demos/paxos',
+    description: 'Three proposers duel; one value is chosen and a latecomer adopts it.',
+    group: 'demo',
+  },
+  {
+    value: 'demo:detsim',
+    label: 'deterministic simulation',
+    path: '/api/v1/demos/detsim',
+    description: 'The same seed gives the same run; another seed, another run.',
+    group: 'demo',
+  },
 ];
 
 /** What the region shows. */
@@ -92,10 +140,7 @@ export interface Narration {
 export function scenarioVerdictLines(v: VerdictWire): { passed: boolean; lines: string[] } {
   return {
     passed: v.passed,
-    lines: [
-      `Expected: ${v.expected}`,
-      ...v.checks.map((c) => `${c.passed ? '✓' : '✗'} ${c.name}: ${c.detail}`),
-    ],
+    lines: [`Expected: ${v.expected}`, ...v.checks.map((c) => `${c.passed ? '✓' : '✗'} ${c.name}: ${c.detail}`)],
   };
 }
 
@@ -123,7 +168,8 @@ export function demoVerdict(value: string, r: Record<string, unknown>): { passed
       const crash = value === 'demo:2pc-crash';
       const blocked = flag(r, 'blocked');
       const lines = [
-        `Decision: ${String(r['decision'] ?? 'none')}; committed: ${flag(r, 'committed')}; blocked: ${blocked}; recovered: ${flag(r, 'recovered')}`,
+        `Decision: ${String(r['decision'] ?? 'none')}; committed: ${flag(r, 'committed')}; ` +
+          `blocked: ${blocked}; recovered: ${flag(r, 'recovered')}`,
         `Locks held at most ${String(r['max_lock_held_ms'] ?? '?')} ms (virtual).`,
       ];
       return { passed: crash ? blocked : flag(r, 'committed') && !blocked, lines };
@@ -137,8 +183,10 @@ export function demoVerdict(value: string, r: Record<string, unknown>): { passed
       return {
         passed: ok,
         lines: [
-          `Snapshot stable: ${flag(r, 'snapshot_stable')}; new reader sees new values: ${flag(r, 'new_reader_sees_new_values')}`,
-          `Write conflict detected: ${flag(r, 'write_conflict_detected')}; first committer wins: ${flag(r, 'first_committer_wins')}`,
+          `Snapshot stable: ${flag(r, 'snapshot_stable')}; ` +
+            `new reader sees new values: ${flag(r, 'new_reader_sees_new_values')}`,
+          `Write conflict detected: ${flag(r, 'write_conflict_detected')}; ` +
+            `first committer wins: ${flag(r, 'first_committer_wins')}`,
         ],
       };
     }
@@ -148,7 +196,8 @@ export function demoVerdict(value: string, r: Record<string, unknown>): { passed
       return {
         passed: value === 'demo:wal-fsync' ? lost === 0 : null,
         lines: [
-          `${String(r['acked'])} writes acknowledged before the crash, ${lost} of them lost, ${String(r['recovered'])} recovered from the log.`,
+          `${String(r['acked'])} writes acknowledged before the crash, ${lost} of them lost, ` +
+            `${String(r['recovered'])} recovered from the log.`,
         ],
       };
     }
@@ -156,25 +205,27 @@ export function demoVerdict(value: string, r: Record<string, unknown>): { passed
       return {
         passed: flag(r, 'detected') && r['false_positives'] === 0,
         lines: [
-          `Failure detected by every live member: ${flag(r, 'detected')}, in ${String(r['detection_time_ms'] ?? '?')} ms; false positives: ${String(r['false_positives'])}.`,
+          `Failure detected by every live member: ${flag(r, 'detected')}, ` +
+            `in ${String(r['detection_time_ms'] ?? '?')} ms; false positives: ${String(r['false_positives'])}.`,
         ],
       };
     case 'demo:paxos':
       return {
         passed: flag(r, 'safety_held') && flag(r, 'validity_held'),
         lines: [
-          `Chosen value: ${String(r['chosen_value'] ?? 'none')}; safety held: ${flag(r, 'safety_held')}; validity held: ${flag(r, 'validity_held')}.`,
+          `Chosen value: ${String(r['chosen_value'] ?? 'none')}; safety held: ${flag(r, 'safety_held')}; ` +
+            `validity held: ${flag(r, 'validity_held')}.`,
         ],
       };
     case 'demo:detsim':
       return {
         passed: flag(r, 'reproducible') && flag(r, 'different_seed_differs'),
         lines: [
-          `Same seed, same run: ${flag(r, 'reproducible')}; the next seed differs: ${flag(r, 'different_seed_differs')}.`,
+          `Same seed, same run: ${flag(r, 'reproducible')}; ` +
+            `the next seed differs: ${flag(r, 'different_seed_differs')}.`,
         ],
       };
     default:
       return { passed: null, lines: [] };
   }
 }
-

@@ -47,7 +47,13 @@ function verdictOfFrame(f: FrameWire): VerdictWire | null {
   };
 }
 
-export function ScenarioPanel({ store, current }: { store: ReplicationStore; current: ClusterModel | null }): JSX.Element {
+export function ScenarioPanel({
+  store,
+  current,
+}: {
+  store: ReplicationStore;
+  current: ClusterModel | null;
+}): JSX.Element {
   const [scenarioList, setScenarioList] = useState<Choice[]>([]);
   const [listError, setListError] = useState<string | null>(null);
   const [choice, setChoice] = useState('');
@@ -149,13 +155,30 @@ export function ScenarioPanel({ store, current }: { store: ReplicationStore; cur
 
   const run = async (): Promise<void> => {
     if (!chosen) return;
-    const [kind, id] = [chosen.value.slice(0, chosen.value.indexOf(':')), chosen.value.slice(chosen.value.indexOf(':') + 1)];
+    const [kind, id] = [
+      chosen.value.slice(0, chosen.value.indexOf(':')),
+      chosen.value.slice(chosen.value.indexOf(':') + 1),
+    ];
     if (kind === 'scenario') {
       runId.current = null;
-      setNarration({ title: id, status: 'running', steps: [], verdict: null, note: 'creating its cluster…', clusterId: null });
+      setNarration({
+        title: id,
+        status: 'running',
+        steps: [],
+        verdict: null,
+        note: 'creating its cluster…',
+        clusterId: null,
+      });
       const r = await api.post<ClusterStateWire>(`/api/v1/scenarios/${encodeURIComponent(id)}/run`);
       if (!r.ok) {
-        setNarration({ title: id, status: 'error', steps: [], verdict: null, note: `could not start: ${r.error}`, clusterId: null });
+        setNarration({
+          title: id,
+          status: 'error',
+          steps: [],
+          verdict: null,
+          note: `could not start: ${r.error}`,
+          clusterId: null,
+        });
         return;
       }
       const cid = r.body.id;
@@ -215,7 +238,14 @@ export function ScenarioPanel({ store, current }: { store: ReplicationStore; cur
               note: 'the demo answered with its whole narrative at its end: the steps are shown as they came back',
               clusterId: c.id,
             }
-          : { title: id, status: 'error', steps: [], verdict: null, note: `the demo failed: ${r.error}`, clusterId: c.id },
+          : {
+              title: id,
+              status: 'error',
+              steps: [],
+              verdict: null,
+              note: `the demo failed: ${r.error}`,
+              clusterId: c.id,
+            },
       );
       return;
     }
@@ -241,7 +271,14 @@ export function ScenarioPanel({ store, current }: { store: ReplicationStore; cur
             note: 'the demo answered with its whole narrative at its end: the steps are shown as they came back',
             clusterId: null,
           }
-        : { title: demo.label, status: 'error', steps: [], verdict: null, note: `the demo failed: ${r.error}`, clusterId: null },
+        : {
+            title: demo.label,
+            status: 'error',
+            steps: [],
+            verdict: null,
+            note: `the demo failed: ${r.error}`,
+            clusterId: null,
+          },
     );
   };
 
@@ -282,7 +319,8 @@ export function ScenarioPanel({ store, current }: { store: ReplicationStore; cur
         {listError !== null && <span class="error">{listError}</span>}
       </div>
       {chosen && <p class="muted scenario-desc">{chosen.description}</p>}
-      <div role="region" aria-label="Narration" class="narration" aria-live="polite">
+      {/* Focusable: it scrolls, and a keyboard user must be able to scroll it (axe: scrollable-region-focusable). */}
+      <div role="region" aria-label="Narration" class="narration" aria-live="polite" tabIndex={0}>
         {narration === null ? (
           <p class="muted">Pick a scenario or a demo and run it: its steps and verdict appear here.</p>
         ) : (

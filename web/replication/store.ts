@@ -66,7 +66,9 @@ export class ReplicationStore {
 
   /** Asks the server for link_stats frames of the cluster on screen only (none when there is none). */
   private watchLinks(): void {
-    this.socket.send(JSON.stringify({ type: 'watch_links', cluster_ids: this.watchedId === null ? [] : [this.watchedId] }));
+    this.socket.send(
+      JSON.stringify({ type: 'watch_links', cluster_ids: this.watchedId === null ? [] : [this.watchedId] }),
+    );
   }
 
   start(): void {
