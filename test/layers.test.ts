@@ -24,7 +24,9 @@ interface Rule {
 
 const shell = [
   'server.ts',
+  'routes/',
   'cluster.ts',
+  'cluster/',
   'node-handle.ts',
   'main.ts',
   'metrics.ts',

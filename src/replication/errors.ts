@@ -1,6 +1,6 @@
 /**
  * The one place a replication outcome code becomes an HTTP status: `statusOf(code, opKind)`, used by
- * the HTTP edge (server.ts, checkers/routes.ts). The cores and the cluster only name what happened
+ * the HTTP edge (routes/*.ts, checkers/routes.ts). The cores and the cluster only name what happened
  * (ErrorCode); they never pick a status. This module is not the HTTP layer (HttpError stays there).
  */
 import type { ClientOp, ErrorCode } from './core.js';

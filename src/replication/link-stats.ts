@@ -2,7 +2,7 @@
  * Per-link message aggregates for /ws `link_stats` frames: a cheap reader of a peer message's type
  * from its msgpack bytes (the first key/value of the top-level map, no decode), a bounded registry
  * of the type names seen, and a sampler that turns a fabric's cumulative per-link counters into
- * per-interval deltas. It does not schedule anything or talk to sockets: server.ts runs the timer
+ * per-interval deltas. It does not schedule anything or talk to sockets: routes/ws-hub.ts runs the timer
  * and sends the frames; the fabric keeps the counters.
  */
 import type { LinkView } from '../fabric/fabric.js';

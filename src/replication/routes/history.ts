@@ -1,0 +1,90 @@
+/**
+ * Watching a cluster (README "Watching a cluster"): GET .../history pages through the recorded
+ * client operations and fault intervals, and GET .../snapshot gives the state, link totals and
+ * active faults to resynchronise from, stamped with the /ws seq. The recording itself is the
+ * cluster's (cluster/operation-history.ts, history.ts); these routes only page and shape it.
+ */
+import { HttpError, type HttpResult } from '../../http/index.js';
+import { toHistoryRecord, type FaultInterval, type HistoryRecord } from '../history.js';
+import { historyPageOpsDefault, historyPageOpsMax } from '../limits.js';
+import { linkTotals } from '../link-stats.js';
+import type { RouteContext } from './context.js';
+import { flagQuery, intQuery } from './request-helpers.js';
+
+/** The answer of GET .../history (format=json). */
+interface HistoryPage {
+  cluster_id: string;
+  time_unit: 'ms';
+  /** Index of ops[0]: since, or the oldest operation still held when since is older. */
+  from_index: number;
+  /** Pass as since to get the next page (== total when the page reached the newest). */
+  next_since: number;
+  /** Operations recorded since the cluster was created. */
+  total: number;
+  /** Operations that fell off the bounded history (indexes below this are gone). */
+  ops_dropped: number;
+  ops: HistoryRecord[];
+  /** Every fault interval held, oldest first (open ones have end_ms null). */
+  faults: FaultInterval[];
+  faults_dropped: number;
+}
+
+/** GET .../history answers in these formats (`format=`); the interop issue adds `edn` here. */
+const historyFormats: Record<string, (page: HistoryPage) => HttpResult> = {
+  json: (page) => ({ status: 200, body: page }),
+};
+
+export function registerHistoryRoutes(ctx: RouteContext): void {
+  const { app, getCluster, events } = ctx;
+  app.get('/api/v1/clusters/:id/history', (req) => {
+    const c = getCluster(req);
+    const since = intQuery(req.query, 'since', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intQuery(req.query, 'limit', historyPageOpsDefault, 1, historyPageOpsMax);
+    const format = req.query.get('format') ?? 'json';
+    const render = Object.hasOwn(historyFormats, format) ? historyFormats[format] : undefined;
+    if (render === undefined) {
+      const known = Object.keys(historyFormats).join(', ');
+      throw new HttpError(400, `format: must be one of ${known} (got ${JSON.stringify(format.slice(0, 32))})`);
+    }
+    const h = c.historyPage(since, limit);
+    return render({
+      cluster_id: c.id,
+      time_unit: 'ms',
+      from_index: h.first,
+      next_since: h.first + h.ops.length,
+      total: h.nextIndex,
+      ops_dropped: h.firstIndex,
+      ops: h.ops.map((op, i) => toHistoryRecord(op, h.first + i)),
+      faults: c.faults.list(),
+      faults_dropped: c.faults.dropped,
+    });
+  });
+  app.get('/api/v1/clusters/:id/snapshot', async (req) => {
+    const c = getCluster(req);
+    // The seq in the numbering of the client's /ws stream (op_events as on /ws). Read before the
+    // state is gathered: events after it may already show in the state; applying them again is
+    // harmless (each event sets what it reports).
+    const opEvents = flagQuery(req.query, 'op_events', true);
+    if (!opEvents.ok) throw new HttpError(400, opEvents.error);
+    const seq = events.seq(c.id, opEvents.value);
+    const timestamp = new Date().toISOString();
+    const state = await c.state();
+    const h = c.historyPage(Number.MAX_SAFE_INTEGER, 0);
+    return {
+      status: 200,
+      body: {
+        cluster_id: c.id,
+        seq,
+        timestamp,
+        state,
+        links: linkTotals(c.fabric),
+        faults: c.faults.active(),
+        history: {
+          total: h.nextIndex,
+          ops_dropped: h.firstIndex,
+          faults_recorded: c.faults.list().length + c.faults.dropped,
+        },
+      },
+    };
+  });
+}
