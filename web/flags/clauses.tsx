@@ -1,0 +1,206 @@
+/**
+ * The clause row (attribute, negation, any of the operators including semver, dates and
+ * segmentMatch, values) shared by flag rules and segment rules, and the flag's ordered rules list
+ * (id, served variation, clauses ANDed). It edits a draft through callbacks; saving is the form's.
+ */
+import { CLAUSE_OPS, splitList, type Clause, type ClauseOp } from './model.js';
+import { described, FieldError, type FlagPartProps } from './fields.js';
+
+/** Hints for the values of a clause, by operator family. */
+function valuesHint(op: ClauseOp): string {
+  if (op.startsWith('semver')) return 'versions, e.g. 2.1.0, 3';
+  if (op === 'before' || op === 'after') return 'RFC 3339 dates or Unix ms, e.g. 2026-01-01T00:00:00Z';
+  if (op === 'lt' || op === 'lte' || op === 'gt' || op === 'gte') return 'numbers, e.g. 18';
+  if (op === 'matches') return 'regular expressions';
+  if (op === 'segmentMatch') return 'segment keys';
+  return 'values, comma-separated';
+}
+
+export function ClauseRow({
+  clause,
+  label,
+  field,
+  errors,
+  segments,
+  onChange,
+  onRemove,
+  segmentMode,
+}: {
+  clause: Clause;
+  label: string;
+  field: string;
+  errors: Record<string, string>;
+  segments: string[];
+  onChange: (c: Clause) => void;
+  onRemove: () => void;
+  segmentMode: boolean;
+}) {
+  const ops = segmentMode ? CLAUSE_OPS.filter((o) => o !== 'segmentMatch') : CLAUSE_OPS;
+  return (
+    <div class="clause row">
+      <input
+        aria-label={`${label} attribute`}
+        placeholder={clause.op === 'segmentMatch' ? '(none)' : 'attribute'}
+        value={clause.attribute}
+        disabled={clause.op === 'segmentMatch'}
+        {...described(errors, `${field}.attribute`)}
+        onInput={(e) => onChange({ ...clause, attribute: e.currentTarget.value })}
+      />
+      <label>
+        <input
+          type="checkbox"
+          aria-label={`${label} not`}
+          checked={clause.negate === true}
+          onChange={(e) => onChange({ ...clause, negate: e.currentTarget.checked })}
+        />
+        not
+      </label>
+      <select
+        aria-label={`${label} operator`}
+        value={clause.op}
+        {...described(errors, `${field}.op`)}
+        onChange={(e) => {
+          const op = e.currentTarget.value as ClauseOp;
+          onChange({
+            ...clause,
+            op,
+            attribute: op === 'segmentMatch' ? '' : clause.attribute === '' ? 'key' : clause.attribute,
+          });
+        }}
+      >
+        {ops.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+      <input
+        aria-label={`${label} values`}
+        placeholder={valuesHint(clause.op)}
+        value={clause.values.join(', ')}
+        class="wide"
+        list={clause.op === 'segmentMatch' ? 'segment-keys' : undefined}
+        {...described(errors, `${field}.values`)}
+        onChange={(e) => onChange({ ...clause, values: splitList(e.currentTarget.value) })}
+      />
+      <button type="button" class="secondary" aria-label={`Remove ${label}`} onClick={onRemove}>
+        ✕
+      </button>
+      <FieldError errors={errors} field={`${field}.attribute`} />
+      <FieldError errors={errors} field={`${field}.op`} />
+      <FieldError errors={errors} field={`${field}.values`} />
+      {segments.length === 0 && clause.op === 'segmentMatch' ? (
+        <span class="muted">no segments in this project yet</span>
+      ) : null}
+    </div>
+  );
+}
+
+/** The flag's rules, tried in order; each serves its variation when all its clauses match. */
+export function RulesEditor({ draft, set, errors, varKeys, segKeys }: FlagPartProps & { segKeys: string[] }) {
+  return (
+    <>
+      <h4>Rules</h4>
+      {draft.rules.map((r, i) => (
+        <fieldset class="rule" key={i}>
+          <legend>Rule {i + 1}</legend>
+          <div class="row">
+            <label>
+              Rule {i + 1} id{' '}
+              <input
+                value={r.id}
+                onInput={(e) =>
+                  set({ rules: draft.rules.map((x, j) => (j === i ? { ...x, id: e.currentTarget.value } : x)) })
+                }
+              />
+            </label>
+            <label>
+              serves
+              <select
+                aria-label={`Rule ${i + 1} variation`}
+                value={r.variation}
+                onChange={(e) =>
+                  set({
+                    rules: draft.rules.map((x, j) => (j === i ? { ...x, variation: e.currentTarget.value } : x)),
+                  })
+                }
+              >
+                {varKeys.map((k) => (
+                  <option key={k} value={k}>
+                    {k}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Remove rule ${i + 1}`}
+              onClick={() => set({ rules: draft.rules.filter((_, j) => j !== i) })}
+            >
+              ✕
+            </button>
+            <FieldError errors={errors} field={`rules[${i}]`} />
+          </div>
+          {r.clauses.map((c, j) => (
+            <ClauseRow
+              key={j}
+              clause={c}
+              label={`Rule ${i + 1} clause ${j + 1}`}
+              field={`rules[${i}].clauses[${j}]`}
+              errors={errors}
+              segments={segKeys}
+              segmentMode={false}
+              onChange={(nc) =>
+                set({
+                  rules: draft.rules.map((x, k) =>
+                    k === i ? { ...x, clauses: x.clauses.map((y, m) => (m === j ? nc : y)) } : x,
+                  ),
+                })
+              }
+              onRemove={() =>
+                set({
+                  rules: draft.rules.map((x, k) =>
+                    k === i ? { ...x, clauses: x.clauses.filter((_, m) => m !== j) } : x,
+                  ),
+                })
+              }
+            />
+          ))}
+          <button
+            type="button"
+            class="secondary"
+            onClick={() =>
+              set({
+                rules: draft.rules.map((x, k) =>
+                  k === i ? { ...x, clauses: [...x.clauses, { attribute: 'key', op: 'in', values: [] }] } : x,
+                ),
+              })
+            }
+          >
+            Add clause to rule {i + 1}
+          </button>
+        </fieldset>
+      ))}
+      <button
+        type="button"
+        class="secondary"
+        onClick={() =>
+          set({
+            rules: [
+              ...draft.rules,
+              {
+                id: `rule-${Date.now().toString(36)}`,
+                variation: varKeys[0] ?? '',
+                clauses: [{ attribute: 'key', op: 'in', values: [] }],
+              },
+            ],
+          })
+        }
+      >
+        Add rule
+      </button>
+      <FieldError errors={errors} field="rules" />
+    </>
+  );
+}
