@@ -49,10 +49,11 @@ bench-table:
 	node scripts/bench-table.mjs
 
 # Replays one deterministic simulation run exactly: make sim SEED=42 [STRATEGY=raft|single_leader|multi_leader|leaderless]
+# [TRACE=run.json: also writes the run as a trace file the replication page opens and plays]
 SEED ?= 42
 STRATEGY ?= raft
 sim: build
-	node dist/src/replication/swarm/cli.js --seed $(SEED) --strategy $(STRATEGY) --verbose
+	node dist/src/replication/swarm/cli.js --seed $(SEED) --strategy $(STRATEGY) --verbose $(if $(TRACE),--trace-out $(TRACE))
 
 # Runs seeds 1..100000 of one strategy's swarm on 2 threads: make sim-long [STRATEGY=leaderless]
 sim-long: build

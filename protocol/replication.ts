@@ -162,6 +162,9 @@ export const NodeStatus = Type.Object({
    * partitioned away from a majority, or superseded by a newer term it has not heard of yet).
    */
   stale_leader: Type.Optional(Type.Boolean()),
+  /** Raft: the node's current term and whom it voted for in it ('' when nobody yet). */
+  term: Type.Optional(Type.Integer()),
+  voted_for: Type.Optional(Type.String()),
 });
 export type NodeStatus = Static<typeof NodeStatus>;
 

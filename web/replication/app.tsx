@@ -5,7 +5,7 @@
  * rules live in model.ts, the socket and fetches in store.ts.
  */
 import { useComputed } from '@preact/signals';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { JSX } from 'preact';
 import { api } from '../shared/api.js';
 import type { ClusterModel, ClusterStateWire } from './model.js';
@@ -17,7 +17,9 @@ import { LoadPanel } from './load.js';
 import { ScenarioPanel } from './scenarios.js';
 import { NodeDrawer } from './drawer.js';
 import { HistoryPanel } from './history.js';
+import { ClockSkewControl, StrategyPanel, TopologyOverlay, watchSkews } from './strategy-views.js';
 import { chosenLink, cpath, faultMessage, selectedCluster, selectedNodes } from './ui-state.js';
+import { TimeTravelPanel, travelledModel } from './timeline-panel.js';
 
 export const strategies = ['raft', 'single_leader', 'multi_leader', 'leaderless'] as const;
 /** The create form's bounds on Nodes (the server enforces its own, nodeCountMax). */
@@ -36,6 +38,7 @@ export function App({ store }: { store: ReplicationStore }): JSX.Element {
   });
   const c = current.value;
   store.watched = c?.id ?? null;
+  useEffect(() => watchSkews(store), [store]);
   return (
     <>
       <header class="top">
@@ -52,6 +55,7 @@ export function App({ store }: { store: ReplicationStore }): JSX.Element {
           </div>
         </section>
         <ScenarioPanel store={store} current={c} />
+        <TimeTravelPanel store={store} />
         {c === null ? (
           <p class="muted">No cluster yet: create one above.</p>
         ) : (
@@ -62,12 +66,14 @@ export function App({ store }: { store: ReplicationStore }): JSX.Element {
                 {c.leaderId !== null ? ` · leader ${c.leaderId}` : ''}
               </h2>
               <MessageFlow store={store} cluster={c}>
-                <Topology cluster={c} />
+                <Topology cluster={travelledModel(store, c)} overlay={TopologyOverlay} />
               </MessageFlow>
               <Legend />
+              <StrategyPanel cluster={c} />
             </section>
             <div class="area-side">
               <FaultPanel store={store} cluster={c} />
+              <ClockSkewControl cluster={c} />
               {chosenLink.value !== null && (
                 <LinkForm
                   key={`${c.id} ${chosenLink.value.join(' ')}`}

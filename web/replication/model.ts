@@ -16,6 +16,9 @@ export interface NodeStatusWire {
   leader_id: string;
   lag: number;
   stale_leader?: boolean;
+  /** Raft only: the node's term and its vote in that term ('' when none). */
+  term?: number;
+  voted_for?: string;
 }
 
 export interface PartitionWire {
@@ -75,6 +78,9 @@ export interface NodeView {
   readonly lag: number;
   readonly leaderId: string;
   readonly staleLeader: boolean;
+  /** Raft only (absent for the other strategies): current term and the vote cast in it. */
+  readonly term?: number;
+  readonly votedFor?: string;
 }
 
 /** Latency and drop rate set on one direction of a link (absent: neither). */
@@ -145,6 +151,8 @@ function nodeFromWire(w: NodeStatusWire): NodeView {
     lag: w.lag,
     leaderId: w.leader_id,
     staleLeader: w.stale_leader === true,
+    ...(typeof w.term === 'number' ? { term: w.term } : {}),
+    ...(typeof w.voted_for === 'string' ? { votedFor: w.voted_for } : {}),
   };
 }
 
@@ -358,6 +366,8 @@ export function sameCluster(a: ClusterModel, b: ClusterModel): boolean {
     const x = a.nodes[id] as NodeView;
     const y = b.nodes[id];
     if (!y) return false;
+    // Optional fields (a raft term) count too: a model without them differs from one with them.
+    if (Object.keys(x).length !== Object.keys(y).length) return false;
     for (const k of Object.keys(x) as Array<keyof NodeView>) if (x[k] !== y[k]) return false;
   }
   const pa = Object.keys(a.partitions);

@@ -15,6 +15,7 @@ import {
   type FrameWire,
   type SnapshotWire,
 } from './model.js';
+import { LiveRecorder } from './timeline.js';
 
 /** Signals are refreshed at most this often while events stream in (the views redraw at this rate). */
 export const flushIntervalMs = 50;
@@ -46,6 +47,10 @@ export class ReplicationStore {
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private flushedVersion = -1;
   private refreshTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Time travel: the bounded record of the cluster on screen (timeline.ts), fed below. */
+  readonly recorder = new LiveRecorder();
+  /** The recorder's version as of the last flush (the time-travel panel redraws when it moves). */
+  readonly recorderVersion: Signal<number> = signal(0);
 
   /**
    * Frame listeners besides the model (message flow, charts, narration): every frame, link_stats
@@ -61,6 +66,9 @@ export class ReplicationStore {
   set watched(id: string | null) {
     if (id === this.watchedId) return;
     this.watchedId = id;
+    this.recorder.watch(id);
+    // The record starts with the cluster as the page shows it now.
+    if (id !== null) this.recorder.onModel(Date.now(), this.book.get(id));
     this.watchLinks();
   }
 
@@ -95,6 +103,8 @@ export class ReplicationStore {
     if (f.type === 'link_stats' || f.type === 'error') return;
     if (!unlisted.has(f.type)) this.recentPending.push(f);
     this.run(this.book.applyFrame(f));
+    if (f.cluster_id !== undefined && f.cluster_id === this.watchedId)
+      this.recorder.onFrame(Date.now(), f, this.book.get(f.cluster_id));
     this.scheduleFlush();
   }
 
@@ -123,8 +133,10 @@ export class ReplicationStore {
     this.book.beginResync(clusterId);
     // The snapshot: the state, the event seq it is at, and the links' latency and drop rates.
     const r = await api.get<SnapshotWire>(`/api/v1/clusters/${encodeURIComponent(clusterId)}/snapshot`);
-    if (r.ok) this.run(this.book.finishResync(clusterId, r.body));
-    else if (r.status === 404) this.run(this.book.finishResync(clusterId, null));
+    if (r.ok) {
+      this.run(this.book.finishResync(clusterId, r.body));
+      this.recorder.onModel(Date.now(), this.book.get(clusterId));
+    } else if (r.status === 404) this.run(this.book.finishResync(clusterId, null));
     else {
       this.book.abandonResync(clusterId);
       this.fetchError.value = `cluster ${clusterId}: ${r.error}`;
@@ -137,6 +149,7 @@ export class ReplicationStore {
     const r = await api.get<ClusterStateWire[]>('/api/v1/clusters');
     if (r.ok && Array.isArray(r.body)) {
       this.book.finishResyncAll(r.body);
+      if (this.watched !== null) this.recorder.onModel(Date.now(), this.book.get(this.watched));
       this.fetchError.value = null;
       // The list has no seq nor link settings: the cluster on screen gets its snapshot at once.
       if (this.watched !== null && this.book.get(this.watched)) void this.resync(this.watched);
@@ -158,6 +171,7 @@ export class ReplicationStore {
         this.recent.value = [...this.recent.value, ...this.recentPending].slice(-recentEventsMax);
         this.recentPending = [];
       }
+      if (this.recorderVersion.value !== this.recorder.version) this.recorderVersion.value = this.recorder.version;
       if (this.book.version === this.flushedVersion) return;
       this.flushedVersion = this.book.version;
       this.clusters.value = new Map(this.book.clusters());

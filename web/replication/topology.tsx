@@ -49,7 +49,20 @@ function roleColor(n: NodeView): string {
   }
 }
 
-export function Topology({ cluster }: { cluster: ClusterModel }): JSX.Element {
+/** Drawn over the nodes in the same view units (strategy-views.tsx: raft votes and terms, clock skew badges). */
+export type TopologyOverlay = (props: {
+  cluster: ClusterModel;
+  pos: ReadonlyMap<string, Point>;
+  r: number;
+}) => JSX.Element;
+
+export function Topology({
+  cluster,
+  overlay: Overlay,
+}: {
+  cluster: ClusterModel;
+  overlay?: TopologyOverlay;
+}): JSX.Element {
   const ids = cluster.nodeIds;
   const pos = useMemo(() => layout(ids), [ids]);
   const live = ids.filter((id) => !(cluster.nodes[id] as NodeView).removed);
@@ -106,6 +119,7 @@ export function Topology({ cluster }: { cluster: ClusterModel }): JSX.Element {
           />
         ))}
       </g>
+      {Overlay && <Overlay cluster={cluster} pos={pos} r={nodeR} />}
     </svg>
   );
 }

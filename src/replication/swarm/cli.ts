@@ -7,7 +7,8 @@
  *   node dist/src/replication/swarm/cli.js --seed 42 [--strategy raft] [--verbose]
  *   node dist/src/replication/swarm/cli.js --seed 1 --runs 100000 [--strategy raft] [--jobs 2]
  *
- * --strategy is raft (default), single_leader, multi_leader or leaderless.
+ * --strategy is raft (default), single_leader, multi_leader or leaderless. With one run,
+ * `--trace-out <file>` also writes the run as a trace file the replication page plays (trace-file.ts).
  */
 import { parseArgs } from 'node:util';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -15,6 +16,8 @@ import { replayCommand, runRaftSwarm, swarmProfile, type SwarmResult } from './r
 import { describeRegisterOp } from './register-lincheck.js';
 import { kvReplayCommand, kvSwarmProfile, runKvSwarm, type KvStrategy } from './kv-swarm.js';
 import { swarmJobsMax } from '../limits.js';
+import { writeFileSync } from 'node:fs';
+import { traceSwarmRun } from './trace-file.js';
 
 const strategies = ['raft', 'single_leader', 'multi_leader', 'leaderless'] as const;
 type SwarmStrategy = (typeof strategies)[number];
@@ -26,7 +29,8 @@ function usage(msg: string): never {
       '  --seed N     first (or only) seed, an integer\n' +
       '  --runs K     run seeds N..N+K-1 and report runs/s (default 1: replay seed N)\n' +
       '  --jobs J     with --runs: spread the seeds over J worker threads (default 1)\n' +
-      '  --verbose    with one run: print the profile, the trace and the client history\n',
+      '  --verbose    with one run: print the profile, the trace and the client history\n' +
+      '  --trace-out F  with one run: write it to F as a trace file (JSON) the replication page plays\n',
   );
   process.exit(2);
 }
@@ -163,6 +167,7 @@ function main(): void {
         runs: { type: 'string' },
         verbose: { type: 'boolean', default: false },
         jobs: { type: 'string' },
+        'trace-out': { type: 'string' },
       },
       strict: true,
     });
@@ -180,8 +185,15 @@ function main(): void {
   const jobs = parseIntArg('jobs', values.jobs, 1);
   if (jobs < 1 || jobs > swarmJobsMax) usage(`--jobs must be between 1 and ${swarmJobsMax}`);
 
+  const traceOut = values['trace-out'];
+  if (traceOut !== undefined && runs !== 1) usage('--trace-out needs a single run (no --runs)');
   if (runs === 1) {
-    const r = runSeed(strategy as SwarmStrategy, seed);
+    let r: AnySwarmResult;
+    if (traceOut !== undefined) {
+      const traced = traceSwarmRun(strategy as SwarmStrategy, seed);
+      r = traced.result;
+      writeFileSync(traceOut, traced.text);
+    } else r = runSeed(strategy as SwarmStrategy, seed);
     if (values.verbose) {
       console.log(`profile ${JSON.stringify(profileOf(strategy as SwarmStrategy, seed))}`);
       for (const line of r.trace) console.log(line);
@@ -195,6 +207,7 @@ function main(): void {
     console.log(`verdicts ${verdictLine(r)}`);
     console.log(`stats ${JSON.stringify(r.stats)}`);
     for (const v of r.violations) console.log(`violation ${v}`);
+    if (traceOut !== undefined) console.log(`trace file ${traceOut}`);
     console.log(r.ok ? 'PASS' : `FAIL (replay: ${replayOf(strategy as SwarmStrategy, seed)})`);
     // exitCode, not exit(): stdout to a pipe is asynchronous, and exit() cut verbose output
     // (and the trace line) at about 64 KiB.

@@ -51,6 +51,8 @@ export interface KvSwarmOptions {
   clientGiveUpMs: number;
   /** Client requests per run, at most. */
   opsMax: number;
+  /** Called once with the run's cluster, before it runs: it may watch (trace-file.ts), never drive it. */
+  observe?: (c: DetCluster) => void;
 }
 
 export const defaultKvSwarmOptions: KvSwarmOptions = {
@@ -331,6 +333,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     onEvent,
     traceLinesMax: kvSwarmTraceLinesMax,
   });
+  o.observe?.(c);
   const rng: Rng = c.rng;
   const start = c.now;
   const baseLatency = new Map<string, number>();

@@ -34,6 +34,8 @@ export interface SwarmOptions {
   opsMax: number;
   /** Most nodes at once, joining ones included (membership changes add new nodes). */
   nodesMax: number;
+  /** Called once with the run's cluster, before it runs: it may watch (trace-file.ts), never drive it. */
+  observe?: (c: DetCluster) => void;
 }
 
 export const defaultSwarmOptions: SwarmOptions = {
@@ -334,6 +336,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       }
     },
   });
+  o.observe?.(c);
   const rng: Rng = c.rng;
   const start = c.now;
   /** The nodes of the cluster now (members, joining ones, removed ones not yet stopped). */
