@@ -4,6 +4,7 @@
  * virtual time with the real clock; then starts the browser-facing proxy. Thin by design: every
  * decision about clocks, delivery, snapshots or the KV store is made in the lab and returned as a value.
  */
+import Type from 'typebox';
 import { timingSafeEqual } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import {
@@ -15,6 +16,7 @@ import {
   type HttpResult,
   type WsClient,
 } from '../http/index.js';
+import { packageVersion, serveOpenApi } from '../http/openapi.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { SeededRng, liveRng } from '../util/rng.js';
 import { EventBus } from './bus.js';
@@ -74,6 +76,8 @@ export interface ClockLabHandle {
   settings: ClockLabSettings;
   /** The running simulation, for in-process drivers (benchmarks); HTTP clients never need it. */
   lab: Lab;
+  /** The lab's HTTP app (its route table is what /openapi.json documents). */
+  app: HttpApp;
   close(): Promise<void>;
 }
 
@@ -201,7 +205,7 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   // ---- HTTP
   // Authentication runs before a body is read or parsed (the adapter's `before` hook): a request
   // without a valid token is a 401 whatever its body, and costs no body buffering.
-  const publicPaths = new Set(['/healthz', '/readyz', '/metrics']);
+  const publicPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs']);
   const app = new HttpApp({
     name: 'clocklab',
     logger,
@@ -216,60 +220,80 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
   healthRoutes(app, metrics.registry, () => ({ ready: true, detail: { processes: theLab.counts().alive } }));
 
   const routes = (prefix: string): void => {
-    app.post<undefined>(`${prefix}/processes/:id/snapshot`, (req) => {
-      const r = theLab.startSnapshot(processParam(req));
-      return r.ok
-        ? {
-            status: 201,
-            body: {
-              id: r.value.id,
-              snapshot_id: r.value.id,
-              initiator: r.value.initiator,
-              participants: r.value.participants,
-            },
-          }
-        : answer(r);
-    });
-    app.get(`${prefix}/snapshots/:id`, (req) =>
-      answer(theLab.snapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))),
+    app.post<undefined>(
+      `${prefix}/processes/:id/snapshot`,
+      (req) => {
+        const r = theLab.startSnapshot(processParam(req));
+        return r.ok
+          ? {
+              status: 201,
+              body: {
+                id: r.value.id,
+                snapshot_id: r.value.id,
+                initiator: r.value.initiator,
+                participants: r.value.participants,
+              },
+            }
+          : answer(r);
+      },
+      { summary: 'Start a Chandy-Lamport snapshot from a process', successStatus: 201 },
     );
-    app.get(`${prefix}/snapshots/:id/verify`, (req) =>
-      answer(theLab.verifySnapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))),
+    app.get(
+      `${prefix}/snapshots/:id`,
+      (req) => answer(theLab.snapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))),
+      { summary: 'A snapshot: recorded process states and channel states' },
+    );
+    app.get(
+      `${prefix}/snapshots/:id/verify`,
+      (req) => answer(theLab.verifySnapshot(nameParam(req, 'id', 'snapshot id', snapshotIdCharsMax))),
+      { summary: 'Check a snapshot is a consistent cut' },
     );
   };
   routes('/api/v1');
   routes(''); // the spec writes the snapshot endpoints without the prefix; both answer
 
-  app.get('/api/v1/snapshots', () => ({ status: 200, body: { snapshots: theLab.snapshotList() } }));
-  app.get('/api/v1/processes', () => ({ status: 200, body: { processes: theLab.processes() } }));
+  app.get('/api/v1/snapshots', () => ({ status: 200, body: { snapshots: theLab.snapshotList() } }), {
+    summary: 'List snapshots',
+  });
+  app.get('/api/v1/processes', () => ({ status: 200, body: { processes: theLab.processes() } }), {
+    summary: 'List processes with their clocks',
+  });
   app.post<ProcessBodyT>(
     '/api/v1/processes',
     (req) => answer(theLab.spawn(req.body.id, req.body.clock_type ?? 'vector'), 201),
-    { body: ProcessBody },
+    { summary: 'Add a process', successStatus: 201, body: ProcessBody },
   );
-  app.get('/api/v1/processes/:id', (req) => answer(theLab.process(processParam(req))));
-  app.delete('/api/v1/processes/:id', (req) => {
-    const r = theLab.kill(processParam(req));
-    return r.ok ? { status: 204 } : answer(r);
+  app.get('/api/v1/processes/:id', (req) => answer(theLab.process(processParam(req))), {
+    summary: 'A process and its clocks',
   });
+  app.delete(
+    '/api/v1/processes/:id',
+    (req) => {
+      const r = theLab.kill(processParam(req));
+      return r.ok ? { status: 204 } : answer(r);
+    },
+    { summary: 'Kill a process', successStatus: 204 },
+  );
   app.post<EventBodyT | undefined>(
     '/api/v1/processes/:id/event',
     (req) => answer(theLab.internalEvent(processParam(req), req.body?.label ?? '')),
-    { body: EventBody, bodyOptional: true },
+    { summary: 'A local event on a process (ticks its clocks)', body: EventBody, bodyOptional: true },
   );
 
   app.post<MessageBodyT>(
     '/api/v1/messages',
     (req) => answer(theLab.send(req.body.from, req.body.to, req.body.payload, req.body.amount ?? 0), 202),
-    { body: MessageBody },
+    { summary: 'Send a message from one process to another', body: MessageBody },
   );
   app.post<BroadcastBodyT>(
     '/api/v1/broadcast',
     (req) => answer(theLab.broadcast(req.body.from, req.body.payload), 202),
-    { body: BroadcastBody },
+    { summary: 'Broadcast a message from a process to every other', body: BroadcastBody },
   );
 
-  app.get('/api/v1/channels', () => ({ status: 200, body: { channels: theLab.channels() } }));
+  app.get('/api/v1/channels', () => ({ status: 200, body: { channels: theLab.channels() } }), {
+    summary: 'Channels with their faults and messages in flight',
+  });
   app.post<FaultsBodyT>(
     '/api/v1/channels/:from/:to/faults',
     (req) => {
@@ -284,21 +308,30 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
       }
       return answer(theLab.setChannelFaults(processParam(req, 'from'), processParam(req, 'to'), b));
     },
-    { body: FaultsBody },
+    { summary: "Set a channel's faults (delay, drop, duplicate, reorder)", body: FaultsBody },
   );
   app.post<PartitionBodyT>(
     '/api/v1/partition',
     (req) => answer(theLab.partition(req.body.side_a, req.body.side_b), 201),
-    { body: PartitionBody },
+    { summary: 'Partition processes into groups', successStatus: 201, body: PartitionBody },
   );
-  app.delete('/api/v1/partition/:id', (req) => {
-    const r = theLab.heal(nameParam(req, 'id', 'partition id', partitionIdCharsMax));
-    return r.ok ? { status: 204 } : answer(r);
+  app.delete(
+    '/api/v1/partition/:id',
+    (req) => {
+      const r = theLab.heal(nameParam(req, 'id', 'partition id', partitionIdCharsMax));
+      return r.ok ? { status: 204 } : answer(r);
+    },
+    { summary: 'Heal a partition', successStatus: 204 },
+  );
+  app.delete('/api/v1/faults', () => ({ status: 200, body: theLab.clearFaults() }), {
+    summary: 'Clear every fault and partition',
   });
-  app.delete('/api/v1/faults', () => ({ status: 200, body: theLab.clearFaults() }));
 
-  app.get('/api/v1/delivery', () => ({ status: 200, body: { mode: theLab.deliveryMode } }));
+  app.get('/api/v1/delivery', () => ({ status: 200, body: { mode: theLab.deliveryMode } }), {
+    summary: 'The delivery mode (e.g. causal, FIFO, any order)',
+  });
   app.put<DeliveryBodyT>('/api/v1/delivery', (req) => ({ status: 200, body: theLab.setDeliveryMode(req.body.mode) }), {
+    summary: 'Set the delivery mode',
     body: DeliveryBody,
   });
 
@@ -312,51 +345,74 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
       throw new HttpError(400, `key: ${shown(key)} is not a valid key (URLs resolve it as a path step)`);
     return key;
   };
-  app.get('/api/v1/kv', () => ({
-    status: 200,
-    body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy },
-  }));
+  app.get(
+    '/api/v1/kv',
+    () => ({
+      status: 200,
+      body: { keys: theLab.kvKeys(), conflict_strategy: theLab.conflictStrategy },
+    }),
+    { summary: 'The multi-version KV store: keys, siblings and version vectors' },
+  );
   app.put<KvWriteBodyT>(
     '/api/v1/kv/:key',
     (req) => answer(theLab.kvWrite(keyParam(req), req.body.value, req.body.writer, req.body.version)),
-    { body: KvWriteBody },
+    { summary: 'Write a key (with the version vector read, for a causal overwrite)', body: KvWriteBody },
   );
-  app.get('/api/v1/kv/:key', (req) => {
-    const reader = req.query.get('reader');
-    const problem = reader === null ? undefined : processIdProblem('reader', reader);
-    if (problem) throw new HttpError(400, problem);
-    return answer(theLab.kvRead(keyParam(req), reader ?? undefined));
-  });
+  app.get(
+    '/api/v1/kv/:key',
+    (req) => {
+      const reader = req.query.get('reader');
+      const problem = reader === null ? undefined : processIdProblem('reader', reader);
+      if (problem) throw new HttpError(400, problem);
+      return answer(theLab.kvRead(keyParam(req), reader ?? undefined));
+    },
+    {
+      summary: "Read a key's versions (siblings) as a process sees them",
+      query: Type.Object({ reader: Type.Optional(Type.String({ description: 'the reading process id' })) }),
+    },
+  );
 
-  app.get('/api/v1/scenarios', () => ({ status: 200, body: { scenarios: scenarioList() } }));
-  app.post<undefined>('/api/v1/scenarios/:name/run', (req) => {
-    const name = nameParam(req, 'name', 'scenario name', scenarioNameCharsMax);
-    if (!hasScenario(name))
-      throw new HttpError(
-        404,
-        `scenario ${name} not found; known: ${scenarioList()
-          .map((s) => s.name)
-          .join(', ')}`,
-      );
-    const report = runScenario(theLab, name, emit);
-    return { status: 200, body: report };
+  app.get('/api/v1/scenarios', () => ({ status: 200, body: { scenarios: scenarioList() } }), {
+    summary: 'List the built-in scenarios',
   });
+  app.post<undefined>(
+    '/api/v1/scenarios/:name/run',
+    (req) => {
+      const name = nameParam(req, 'name', 'scenario name', scenarioNameCharsMax);
+      if (!hasScenario(name))
+        throw new HttpError(
+          404,
+          `scenario ${name} not found; known: ${scenarioList()
+            .map((s) => s.name)
+            .join(', ')}`,
+        );
+      const report = runScenario(theLab, name, emit);
+      return { status: 200, body: report };
+    },
+    { summary: 'Run a scenario step by step and report its outcome' },
+  );
 
-  app.get('/api/v1/simulation/state', () => ({ status: 200, body: theLab.state() }));
+  app.get('/api/v1/simulation/state', () => ({ status: 200, body: theLab.state() }), {
+    summary: 'The whole lab: processes, channels, snapshots, KV',
+  });
 
   // ShiViz interchange (../shared/specs/interop.md): the run as ShiViz's default log, and a log checked and
   // read back as a run (the page draws it read-only; bodies are capped like every other body).
   const shiviz = new ShiVizRecorder();
   theLab.observe((type, data) => shiviz.onEvent(type, data));
-  app.get('/api/v1/export/shiviz', () => ({
-    status: 200,
-    raw: Buffer.from(formatShiViz(shiviz.log())),
-    headers: {
-      'content-type': 'text/plain; charset=utf-8',
-      'content-disposition': 'attachment; filename="clocklab-run.log"',
-      'x-shiviz-events-forgotten': String(shiviz.forgotten),
-    },
-  }));
+  app.get(
+    '/api/v1/export/shiviz',
+    () => ({
+      status: 200,
+      raw: Buffer.from(formatShiViz(shiviz.log())),
+      headers: {
+        'content-type': 'text/plain; charset=utf-8',
+        'content-disposition': 'attachment; filename="clocklab-run.log"',
+        'x-shiviz-events-forgotten': String(shiviz.forgotten),
+      },
+    }),
+    { summary: 'The run as a ShiViz log (text)', responseType: 'text/plain' },
+  );
   app.post<undefined>(
     '/api/v1/import/shiviz',
     (req) => {
@@ -365,9 +421,22 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
       const hosts = [...new Set(parsed.events.map((e) => e.host))];
       return { status: 200, body: { read_only: true, hosts, events: parsed.events } };
     },
-    { rawBody: true },
+    { summary: 'Read a ShiViz log (text/plain body) back as a read-only run', rawBody: true },
   );
-  app.post<undefined>('/api/v1/simulation/reset', () => ({ status: 200, body: theLab.reset(true) }));
+  app.post<undefined>('/api/v1/simulation/reset', () => ({ status: 200, body: theLab.reset(true) }), {
+    summary: 'Reset the lab to its initial processes',
+  });
+  // GET /openapi.json and /docs (public; the proxy passes both through): src/http/openapi.ts.
+  serveOpenApi(app, {
+    title: 'simlab clock lab',
+    version: packageVersion(),
+    description: 'Processes with logical clocks, channels, snapshots and a multi-version KV store.',
+    securitySchemes: {
+      token: { type: 'http', scheme: 'bearer', description: '`name:secret` from VC_API_TOKENS, when it is set' },
+    },
+    defaultSecurity: ['token'],
+    defaultSecurityOptional: true,
+  });
 
   // ---- /ws: origin check (403), auth (401), history replay, fan-out, ping/pong
   const hub = new WsHub<Record<string, never>>();
@@ -377,39 +446,48 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
     if (hub.droppedTotal > before) metrics.wsDropped.inc(hub.droppedTotal - before);
   };
   const unsubscribe = bus.subscribe(fanOut);
-  app.ws<Record<string, never>>('/ws', {
-    maxQueueBytes: settings.wsClientQueueBytes,
-    upgrade: (info) => {
-      if (settings.allowedOrigins) {
-        const origin = info.headers['origin'];
-        if (!origin)
-          return { reject: { status: 403, error: 'an Origin header is required (VC_ALLOWED_ORIGINS is set)' } };
-        if (!settings.allowedOrigins.includes(origin))
-          return { reject: { status: 403, error: `origin ${origin} is not allowed` } };
-      }
-      const problem = authProblem(settings.apiTokens, info.headers['authorization'], info.query.get('token'));
-      if (problem) return { reject: { status: 401, error: problem } };
-      if (hub.size >= settings.wsClientsMax)
-        return {
-          reject: {
-            status: 503,
-            error: `${settings.wsClientsMax} WebSocket clients are connected, the maximum (VC_WS_CLIENTS_MAX)`,
-          },
-        };
-      return { data: {} };
+  app.ws<Record<string, never>>(
+    '/ws',
+    {
+      maxQueueBytes: settings.wsClientQueueBytes,
+      upgrade: (info) => {
+        if (settings.allowedOrigins) {
+          const origin = info.headers['origin'];
+          if (!origin)
+            return { reject: { status: 403, error: 'an Origin header is required (VC_ALLOWED_ORIGINS is set)' } };
+          if (!settings.allowedOrigins.includes(origin))
+            return { reject: { status: 403, error: `origin ${origin} is not allowed` } };
+        }
+        const problem = authProblem(settings.apiTokens, info.headers['authorization'], info.query.get('token'));
+        if (problem) return { reject: { status: 401, error: problem } };
+        if (hub.size >= settings.wsClientsMax)
+          return {
+            reject: {
+              status: 503,
+              error: `${settings.wsClientsMax} WebSocket clients are connected, the maximum (VC_WS_CLIENTS_MAX)`,
+            },
+          };
+        return { data: {} };
+      },
+      open: (client: WsClient<Record<string, never>>) => {
+        metrics.wsClients.inc();
+        let dropped = 0;
+        for (const json of bus.recent()) if (client.send(json) === 'dropped') dropped++;
+        if (dropped > 0) metrics.wsDropped.inc(dropped);
+        hub.add(client);
+      },
+      close: (client) => {
+        hub.remove(client);
+        metrics.wsClients.dec();
+      },
     },
-    open: (client: WsClient<Record<string, never>>) => {
-      metrics.wsClients.inc();
-      let dropped = 0;
-      for (const json of bus.recent()) if (client.send(json) === 'dropped') dropped++;
-      if (dropped > 0) metrics.wsDropped.inc(dropped);
-      hub.add(client);
+    {
+      summary: 'Live lab events (WebSocket; replay, then the live stream)',
+      query: Type.Object({
+        token: Type.Optional(Type.String({ description: 'name:secret, for browsers that cannot set a header' })),
+      }),
     },
-    close: (client) => {
-      hub.remove(client);
-      metrics.wsClients.dec();
-    },
-  });
+  );
   const pinger = setInterval(() => {
     const now = Date.now();
     for (const c of hub.clients) {
@@ -465,6 +543,7 @@ export async function startClockLab(opts: StartOptions = {}): Promise<ClockLabHa
     proxyPort: proxy?.port,
     settings,
     lab: theLab,
+    app,
     async close() {
       clearInterval(driver);
       clearInterval(pinger);

@@ -192,6 +192,13 @@ export const sdkBackoffMsMin = 50;
 /** A stream silent this long, ms, is taken as dead and reconnected (server heartbeat: sseHeartbeatMsDefault). */
 export const sdkReadTimeoutMsDefault = 60_000;
 
+// ---- interop: OFREP and the LaunchDarkly relay (/ld) --------------------------------------------
+
+/** LD rules one simlab rule may expand into (semverLte/semverGte become two); past it the flag is not served over /ld. */
+export const ldRulesPerSimlabRuleMax = 64;
+/** Analytics events in one `POST /ld/bulk`; more is a 400. */
+export const ldEventsPerPostMax = 10_000;
+
 // ---- relations (checked at load) ----------------------------------------------------------------
 
 /** V8's longest string (String::kMaxLength on 64-bit), in UTF-16 units. */

@@ -8,12 +8,16 @@
 import { readFileSync } from 'node:fs';
 import { HttpApp, healthRoutes } from '../http/index.js';
 import { builtPageDir, serveBuiltPage } from '../http/static.js';
+import { packageVersion, serveOpenApi } from '../http/openapi.js';
 import { createLogger, type Logger } from '../util/logger.js';
 import { registerAuthRoutes } from './api/auth-routes.js';
 import type { FlagsContext } from './api/context.js';
 import { registerManagementRoutes } from './api/management-routes.js';
 import { createMetrics } from './api/metrics.js';
 import { registerSdkRoutes } from './api/sdk-routes.js';
+import { registerOfrepRoutes } from './api/ofrep-routes.js';
+import { LdRelay } from './ld/relay.js';
+import { registerLdRoutes } from './ld/routes.js';
 import { auditRecordsPerProjectMaxDefault, envBytesMin, sseClientBufferBytesDefault } from './limits.js';
 import { defaultAccountRateLimit, defaultLoginRateLimit, type RateLimitConfig } from './auth/rate-limit.js';
 import { AuthService } from './auth/service.js';
@@ -40,6 +44,8 @@ export interface StartFlagsOptions {
 export interface FlagsServer {
   port: number;
   store: FlagStore;
+  /** The HTTP app (its route table is what /openapi.json documents). */
+  app: HttpApp;
   close(): Promise<void>;
 }
 
@@ -126,6 +132,7 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
   const store = await openStoreFromEnv(env, logger, { auditRecordsPerProjectMax: limits.auditMax });
   let feed: ChangeFeed | undefined;
   let hub: StreamHub | undefined;
+  let relay: LdRelay | undefined;
   let app: HttpApp | undefined;
   try {
     const auth = await AuthService.start({
@@ -147,12 +154,17 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
       },
     );
     hub = theHub;
+    // The LaunchDarkly relay's stream clients (/ld/all), beside the SDK hub's.
+    const ldRelay = new LdRelay(limits.stream);
+    relay = ldRelay;
     let feedHealthy = true;
     const theFeed = new ChangeFeed(store, {
       from,
       onChange: (c) => {
         feedHealthy = true;
-        theHub.publish(c, replica.apply(c));
+        const affected = replica.apply(c);
+        theHub.publish(c, affected);
+        ldRelay.publish(affected);
       },
       onError: (err) => {
         feedHealthy = false;
@@ -184,9 +196,26 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
       ready: feedHealthy,
       detail: { store: store.kind, feedPosition: theFeed.position },
     }));
+    // GET /openapi.json and /docs: generated from the route table when first asked (src/http/openapi.ts).
+    serveOpenApi(theApp, {
+      title: 'simlab feature flags',
+      version: packageVersion(),
+      description: 'Flag management (JWT), SDK evaluation and streaming (SDK key), OFREP and LaunchDarkly relay.',
+      securitySchemes: {
+        bearerJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'from POST /auth/login' },
+        sdkKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: "the environment's SDK key, raw or as `Bearer <key>`",
+        },
+      },
+    });
     registerAuthRoutes(theApp, ctx);
     registerManagementRoutes(theApp, ctx);
     registerSdkRoutes(theApp, ctx, limits.sseBufferBytes);
+    registerOfrepRoutes(theApp, ctx);
+    registerLdRoutes(theApp, ctx, ldRelay, limits.sseBufferBytes);
     // The flags console at GET / (src/http/static.ts; 503 naming `make build` until it is built).
     serveBuiltPage(theApp, { dir: opts.webDir ?? builtPageDir('flags'), page: 'flags' });
     const bound = await theApp.listen(port, opts.host ?? '0.0.0.0');
@@ -197,11 +226,13 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
     return {
       port: bound,
       store,
+      app: theApp,
       async close() {
         if (closed) return;
         closed = true;
         theFeed.stop();
         theHub.close();
+        ldRelay.close();
         theApp.close();
         await store.close();
       },
@@ -209,6 +240,7 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
   } catch (err) {
     feed?.stop();
     hub?.close();
+    relay?.close();
     app?.close();
     await store.close().catch(() => undefined);
     throw err;

@@ -36,7 +36,9 @@ import {
   type HttpAppOptions,
   type HttpRequest,
   type HttpResult,
+  type RouteDocs,
   type RouteEntry,
+  type RouteInfo,
   type RouteOptions,
   type CorsHeaders,
 } from './types.js';
@@ -56,6 +58,8 @@ export type {
   HttpAppOptions,
   HttpRequest,
   HttpResult,
+  RouteDocs,
+  RouteInfo,
   RouteOptions,
   StreamEntry,
 } from './types.js';
@@ -67,6 +71,8 @@ const noHooks: Array<(req: HttpRequest<undefined>) => HttpResult | undefined> = 
 export class HttpApp implements BodyHost, FailureSink {
   readonly uws: uWS.TemplatedApp;
   private readonly router = new Router<Entry>();
+  /** Every registered route in registration order (the OpenAPI document's source; routeTable()). */
+  private readonly routes: RouteInfo[] = [];
   private fallbackEntry: RouteEntry | undefined;
   private listenSocket: uWS.us_listen_socket | undefined;
   private readonly bodyLimit: number;
@@ -86,6 +92,11 @@ export class HttpApp implements BodyHost, FailureSink {
 
   get name(): string {
     return this.opts.name;
+  }
+
+  /** The registered routes (JSON, stream and WebSocket), in registration order: what openapi.ts documents. */
+  routeTable(): readonly RouteInfo[] {
+    return this.routes;
   }
 
   /** Requests that failed inside the process so far (a 500 each), by route and kind. */
@@ -112,6 +123,10 @@ export class HttpApp implements BodyHost, FailureSink {
     const route = `${method} ${pattern}`;
     const entry: RouteEntry = { kind: 'json', route, handler: handler as Handler<unknown>, check, errors, opts };
     this.router.add(method, pattern, entry);
+    const info: RouteInfo = { method, pattern, kind: 'json', docs: opts };
+    if (opts.body) info.body = opts.body;
+    if (opts.bodyOptional) info.bodyOptional = true;
+    this.routes.push(info);
     return this;
   }
 
@@ -132,8 +147,9 @@ export class HttpApp implements BodyHost, FailureSink {
   }
 
   /** A streaming (SSE) GET route. A client whose unsent bytes exceed maxBufferedBytes is disconnected. */
-  stream(pattern: string, handler: StreamHandler, maxBufferedBytes = 256 * 1024): this {
-    this.router.add('GET', pattern, { kind: 'stream', route: `GET ${pattern}`, handler, maxBufferedBytes });
+  stream(pattern: string, handler: StreamHandler, maxBufferedBytes = 256 * 1024, docs: RouteDocs = {}): this {
+    this.router.add('GET', pattern, { kind: 'stream', route: `GET ${pattern}`, handler, maxBufferedBytes, docs });
+    this.routes.push({ method: 'GET', pattern, kind: 'stream', docs });
     return this;
   }
 
@@ -151,8 +167,9 @@ export class HttpApp implements BodyHost, FailureSink {
   }
 
   /** A WebSocket endpoint (wired in ws.ts). */
-  ws<D>(pattern: string, behavior: WsBehavior<D>): this {
+  ws<D>(pattern: string, behavior: WsBehavior<D>, docs: RouteDocs = {}): this {
     wireWebSocket(this.uws, pattern, behavior, this.wsClients, this);
+    this.routes.push({ method: 'GET', pattern, kind: 'ws', docs });
     return this;
   }
 

@@ -93,7 +93,10 @@ export function parseBody(
 ): HttpResult | undefined {
   if (request.rawBody.length === 0) {
     if (route.check && !route.opts.bodyOptional) {
-      return { status: 400, body: { error: 'request body is required (a JSON object)' } };
+      return {
+        status: 400,
+        body: { error: route.opts.bodyErrors?.missing ?? 'request body is required (a JSON object)' },
+      };
     }
     return undefined;
   }
@@ -112,7 +115,7 @@ export function parseBody(
   try {
     if (route.check && !route.check(parsed)) {
       valid = false;
-      message = formatValidationError(route.errors ? route.errors(parsed) : []);
+      message = (route.opts.bodyErrors?.format ?? formatValidationError)(route.errors ? route.errors(parsed) : []);
     }
   } catch (err) {
     return host.errorResult(err, request);

@@ -16,21 +16,32 @@ export function healthRoutes(
   registry: Registry,
   ready: () => boolean | { ready: boolean; detail?: unknown } = () => true,
 ): void {
-  app.get('/healthz', () => ({ status: 200, body: { status: 'ok' } }));
-  app.get('/readyz', () => {
-    const r = ready();
-    const ok = typeof r === 'boolean' ? r : r.ready;
-    const detail = typeof r === 'boolean' ? undefined : r.detail;
-    return {
-      status: ok ? 200 : 503,
-      body: ok ? { status: 'ready', ...(detail ? { detail } : {}) } : { error: 'not ready', detail },
-    };
+  app.get('/healthz', () => ({ status: 200, body: { status: 'ok' } }), {
+    security: [],
+    summary: 'Liveness: 200 while the process serves requests',
   });
-  app.get('/metrics', async () => ({
-    status: 200,
-    raw: await registry.metrics(),
-    headers: { 'content-type': registry.contentType },
-  }));
+  app.get(
+    '/readyz',
+    () => {
+      const r = ready();
+      const ok = typeof r === 'boolean' ? r : r.ready;
+      const detail = typeof r === 'boolean' ? undefined : r.detail;
+      return {
+        status: ok ? 200 : 503,
+        body: ok ? { status: 'ready', ...(detail ? { detail } : {}) } : { error: 'not ready', detail },
+      };
+    },
+    { security: [], summary: 'Readiness: 200 when ready, 503 `{error}` when not' },
+  );
+  app.get(
+    '/metrics',
+    async () => ({
+      status: 200,
+      raw: await registry.metrics(),
+      headers: { 'content-type': registry.contentType },
+    }),
+    { security: [], summary: 'Prometheus metrics (text exposition format)', responseType: 'text/plain' },
+  );
   faultMetrics(app, registry);
 }
 

@@ -186,29 +186,40 @@ export function serveBuiltPage(app: HttpApp, opts: StaticPageOptions): { loaded:
       ? answer(p.index, req, { 'content-security-policy': contentSecurityPolicy, 'referrer-policy': 'no-referrer' })
       : missing();
   };
-  app.get('/', index);
-  app.get('/index.html', index);
-  app.get('/assets/:name', (req) => {
-    const p = current();
-    if (!p) return missing();
-    const name = req.params['name'] ?? '';
-    const f = p.assets.get(name);
-    if (!f)
-      return {
-        status: 404,
-        body: {
-          error: `no asset ${JSON.stringify(name.slice(0, 200))} in the ${opts.page} page (reload it: an older build?)`,
-        },
-      };
-    return answer(f, req);
-  });
+  const pageDocs = { security: [], tags: ['page'], responseType: 'text/html' };
+  app.get('/', index, { ...pageDocs, summary: `The ${opts.page} web page` });
+  app.get('/index.html', index, { ...pageDocs, summary: `The ${opts.page} web page` });
+  app.get(
+    '/assets/:name',
+    (req) => {
+      const p = current();
+      if (!p) return missing();
+      const name = req.params['name'] ?? '';
+      const f = p.assets.get(name);
+      if (!f)
+        return {
+          status: 404,
+          body: {
+            error:
+              `no asset ${JSON.stringify(name.slice(0, 200))} in the ${opts.page} page ` +
+              '(reload it: an older build?)',
+          },
+        };
+      return answer(f, req);
+    },
+    { security: [], tags: ['page'], responseType: 'application/octet-stream', summary: "The page's hashed assets" },
+  );
   // Browsers ask for /favicon.ico when a page names none (and a 404 is a console error): the page's icon.
-  app.get('/favicon.ico', (req) => {
-    const p = current();
-    const icon = p ? [...p.assets.entries()].find(([n]) => n.startsWith('favicon-'))?.[1] : undefined;
-    if (!icon) return { status: 404, body: { error: 'no favicon (the page is not built: run `make build`)' } };
-    return answer(icon, req);
-  });
+  app.get(
+    '/favicon.ico',
+    (req) => {
+      const p = current();
+      const icon = p ? [...p.assets.entries()].find(([n]) => n.startsWith('favicon-'))?.[1] : undefined;
+      if (!icon) return { status: 404, body: { error: 'no favicon (the page is not built: run `make build`)' } };
+      return answer(icon, req);
+    },
+    { security: [], tags: ['page'], responseType: 'image/x-icon', summary: "The page's icon" },
+  );
   return { loaded: () => page };
 }
 

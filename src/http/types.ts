@@ -33,11 +33,16 @@ export interface HttpResult {
 
 export type Handler<B> = (req: HttpRequest<B>) => HttpResult | Promise<HttpResult>;
 
-export interface RouteOptions {
+export interface RouteOptions extends RouteDocs {
   /** TypeBox schema for a JSON body; a body that fails it is a 400 naming the field. */
   body?: TSchema;
   /** Accept an empty body (then `body` is undefined) even though a schema is given. */
   bodyOptional?: boolean;
+  /**
+   * The service's own wording for a refused body (default: formatValidationError, and "request body
+   * is required (a JSON object)" for an empty one), so a route moving onto `body` keeps its messages.
+   */
+  bodyErrors?: { missing?: string; format?: (errors: Iterable<unknown>) => string };
   /** Read the body but do not parse it as JSON (proxies). */
   rawBody?: boolean;
   /**
@@ -47,6 +52,35 @@ export interface RouteOptions {
   before?: (req: HttpRequest<undefined>) => HttpResult | undefined;
   /** Overrides the app's handlerDeadlineMs for this route (e.g. a long scenario run). */
   deadlineMs?: number;
+}
+
+/**
+ * What the OpenAPI document (openapi.ts) says about a route beyond its method, path and `body`
+ * schema. Documentation only: nothing here changes how a request is answered.
+ */
+export interface RouteDocs {
+  /** One line for the reference page and the document's `summary`. */
+  summary?: string;
+  description?: string;
+  /** Groups on the reference page; default: the first path segment after /api/v1. */
+  tags?: string[];
+  /** An object schema whose properties are the query parameters (each a string on the wire). */
+  query?: TSchema;
+  /**
+   * The body the handler decodes itself (after authentication, with its own messages): documented
+   * as the request body, but not validated by the adapter (unlike `body`).
+   */
+  documentedBody?: TSchema;
+  /** The success answer's JSON schema (default: any JSON value). */
+  response?: TSchema;
+  /** The success status (default 200; 204 means no body). */
+  successStatus?: number;
+  /** The success answer's media type when it is not JSON (e.g. text/html, text/event-stream). */
+  responseType?: string;
+  /** Security scheme names (the service's components.securitySchemes) the route needs; [] = none. */
+  security?: readonly string[];
+  /** The security is optional (e.g. only when tokens are configured). */
+  securityOptional?: boolean;
 }
 
 export interface RouteEntry {
@@ -64,6 +98,19 @@ export interface StreamEntry {
   route: string;
   handler: StreamHandler;
   maxBufferedBytes: number;
+  docs?: RouteDocs;
+}
+
+/** One registered route as the OpenAPI generator sees it (HttpApp.routeTable()). */
+export interface RouteInfo {
+  method: Method;
+  /** As registered, `:param` spelling. */
+  pattern: string;
+  kind: 'json' | 'stream' | 'ws';
+  /** The adapter-validated body schema, when the route has one. */
+  body?: TSchema;
+  bodyOptional?: boolean;
+  docs: RouteDocs;
 }
 
 export type Entry = RouteEntry | StreamEntry;

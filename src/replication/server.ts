@@ -8,6 +8,7 @@ import type { Logger } from '../util/logger.js';
 import { HttpApp, healthRoutes } from '../http/index.js';
 import type { ClusterState } from '../../protocol/replication.js';
 import { builtPageDir, serveBuiltPage } from '../http/static.js';
+import { packageVersion, serveOpenApi } from '../http/openapi.js';
 import { clustersMaxDefault, validateTimings, wsClientsMaxFromEnv } from './limits.js';
 import type { Cluster } from './cluster.js';
 import { actorPool } from './node-handle.js';
@@ -59,6 +60,12 @@ export async function startReplicationSim(opts: ReplSimOptions): Promise<ReplSim
   });
   const { clusters, publish } = ctx;
   healthRoutes(app, ctx.metrics.registry, () => true);
+  // GET /openapi.json and /docs: generated from the route table when first asked (src/http/openapi.ts).
+  serveOpenApi(app, {
+    title: 'simlab replication simulator',
+    version: packageVersion(),
+    description: 'Clusters of replicated key-value nodes: strategies, faults, histories and checkers.',
+  });
   // The web page at GET / (src/http/static.ts; 503 naming `make build` until it is built).
   serveBuiltPage(app, { dir: opts.webDir ?? builtPageDir('replication'), page: 'replication' });
 

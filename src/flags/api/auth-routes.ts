@@ -9,7 +9,7 @@ import { unreachable } from '../../util/assert.js';
 import { ROLES } from '../auth/roles.js';
 import type { Role, UserRecord } from '../store/types.js';
 import type { FlagsContext } from './context.js';
-import { authenticated, bodyDecoder, requireRole, writeFailure } from './guard.js';
+import { authenticated, edgeBody, requireRole, writeFailure } from './guard.js';
 import { passwordLengthProblem } from '../auth/service.js';
 import { emailCharsMax, passwordCharsMax, refreshTokenCharsMax } from '../limits.js';
 
@@ -39,10 +39,23 @@ type LoginBodyT = Type.Static<typeof LoginBody>;
 type RefreshBodyT = Type.Static<typeof RefreshBody>;
 type CreateUserBodyT = Type.Static<typeof CreateUserBody>;
 
-const decodeCreateUser = bodyDecoder<CreateUserBodyT>(CreateUserBody);
-// Decoded by the flags decoder (not the adapter's schema option) so a limit reads like every other.
-const decodeLogin = bodyDecoder<LoginBodyT>(LoginBody);
-const decodeRefresh = bodyDecoder<RefreshBodyT>(RefreshBody);
+// Validated at the adapter's edge with the flags' wording (edgeBody), so a limit reads like every other.
+const tokensResponse = Type.Object({
+  accessToken: Type.String(),
+  refreshToken: Type.String(),
+  expiresIn: Type.Number({ description: 'seconds until the access token expires' }),
+  tokenType: Type.Literal('Bearer'),
+  access_token: Type.String(),
+  refresh_token: Type.String(),
+  expires_in: Type.Number(),
+  token_type: Type.Literal('Bearer'),
+});
+const userResponse = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+  createdAt: Type.String(),
+});
 
 /** A user as the API shows it: never the password hash. */
 function publicUser(u: UserRecord): { id: string; email: string; role: Role; createdAt: string } {
@@ -52,41 +65,53 @@ function publicUser(u: UserRecord): { id: string; email: string; role: Role; cre
 export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
   const { auth, metrics } = ctx;
 
-  app.post('/auth/login', async (req) => {
-    const { email, password } = decodeLogin(req.body);
-    if (password.length > passwordCharsMax) {
-      throw new HttpError(400, `password: must be at most ${passwordCharsMax} characters (the limit)`);
-    }
-    const r = await auth.login(email, password, req.remoteAddress);
-    if (r.ok) {
-      metrics.logins.inc({ outcome: 'ok' });
-      return { status: 200, body: r.tokens, headers: { 'cache-control': 'no-store' } };
-    }
-    metrics.logins.inc({ outcome: r.code });
-    switch (r.code) {
-      case 'invalid_credentials':
-        throw new HttpError(401, 'invalid credentials');
-      case 'rate_limited':
-        throw new HttpError(
-          429,
-          'too many login attempts ' +
-            `${r.scope === 'address' ? 'from this address' : 'for this account'}; retry in ` +
-            `${r.retryAfterSec} s`,
-          { 'retry-after': String(r.retryAfterSec) },
-        );
-      default:
-        return unreachable(r);
-    }
-  });
+  app.post<LoginBodyT>(
+    '/auth/login',
+    async (req) => {
+      const { email, password } = req.body;
+      if (password.length > passwordCharsMax) {
+        throw new HttpError(400, `password: must be at most ${passwordCharsMax} characters (the limit)`);
+      }
+      const r = await auth.login(email, password, req.remoteAddress);
+      if (r.ok) {
+        metrics.logins.inc({ outcome: 'ok' });
+        return { status: 200, body: r.tokens, headers: { 'cache-control': 'no-store' } };
+      }
+      metrics.logins.inc({ outcome: r.code });
+      switch (r.code) {
+        case 'invalid_credentials':
+          throw new HttpError(401, 'invalid credentials');
+        case 'rate_limited':
+          throw new HttpError(
+            429,
+            'too many login attempts ' +
+              `${r.scope === 'address' ? 'from this address' : 'for this account'}; retry in ` +
+              `${r.retryAfterSec} s`,
+            { 'retry-after': String(r.retryAfterSec) },
+          );
+        default:
+          return unreachable(r);
+      }
+    },
+    {
+      ...edgeBody(LoginBody),
+      summary: 'Log in: email and password for an access and a refresh token',
+      response: tokensResponse,
+    },
+  );
 
-  app.post('/auth/refresh', async (req) => {
-    const body = decodeRefresh(req.body);
-    const token = body.refreshToken ?? body.refresh_token;
-    if (token === undefined) throw new HttpError(400, 'refreshToken: is required');
-    const r = await auth.refresh(token);
-    if (!r.ok) throw new HttpError(401, 'invalid token');
-    return { status: 200, body: r.tokens, headers: { 'cache-control': 'no-store' } };
-  });
+  app.post<RefreshBodyT>(
+    '/auth/refresh',
+    async (req) => {
+      const body = req.body;
+      const token = body.refreshToken ?? body.refresh_token;
+      if (token === undefined) throw new HttpError(400, 'refreshToken: is required');
+      const r = await auth.refresh(token);
+      if (!r.ok) throw new HttpError(401, 'invalid token');
+      return { status: 200, body: r.tokens, headers: { 'cache-control': 'no-store' } };
+    },
+    { ...edgeBody(RefreshBody), summary: 'A fresh token pair for a refresh token', response: tokensResponse },
+  );
 
   app.get(
     '/api/v1/me',
@@ -94,7 +119,7 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
       const p = await requireRole(auth, req, 'viewer');
       return { status: 200, body: { id: p.userId, email: p.email, role: p.role } };
     },
-    authenticated(auth, 'viewer'),
+    authenticated(auth, 'viewer', { summary: 'The user the token belongs to' }),
   );
 
   app.get(
@@ -103,15 +128,15 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
       await requireRole(auth, req, 'admin');
       return { status: 200, body: (await ctx.store.listUsers()).map(publicUser) };
     },
-    authenticated(auth, 'admin'),
+    authenticated(auth, 'admin', { summary: 'Every user (admin)', response: Type.Array(userResponse) }),
   );
 
   // Creating users is an admin act (not merely an editor's POST).
-  app.post(
+  app.post<CreateUserBodyT>(
     '/api/v1/users',
     async (req) => {
       await requireRole(auth, req, 'admin');
-      const { email, password, role } = decodeCreateUser(req.body);
+      const { email, password, role } = req.body;
       if (!/^[^@\s]+@[^@\s]+$/.test(email))
         throw new HttpError(400, `email: must be an email address (got ${JSON.stringify(email)})`);
       const tooLongOrShort = passwordLengthProblem(password);
@@ -120,6 +145,11 @@ export function registerAuthRoutes(app: HttpApp, ctx: FlagsContext): void {
       if (!r.ok) writeFailure(r);
       return { status: 201, body: publicUser(r.value) };
     },
-    authenticated(auth, 'admin'),
+    authenticated(auth, 'admin', {
+      ...edgeBody(CreateUserBody),
+      summary: 'Create a user (admin)',
+      successStatus: 201,
+      response: userResponse,
+    }),
   );
 }

@@ -6,6 +6,7 @@
  * adapter turns into `{error}` bodies.
  */
 import type { TSchema } from 'typebox';
+import type { TLocalizedValidationError } from 'typebox/error';
 import { Compile } from 'typebox/compile';
 import { HttpError, type HttpRequest, type HttpResult, type RouteOptions } from '../../http/index.js';
 import { schemaErrorsToFieldErrors } from '../model/decode.js';
@@ -47,6 +48,7 @@ export async function requireRole(
  */
 export function authenticated(auth: AuthService, need?: Role, opts: RouteOptions = {}): RouteOptions {
   return {
+    security: ['bearerJwt'],
     ...opts,
     before: (req) => {
       const r = check(auth, req, need ?? roleForMethod(req.method));
@@ -63,6 +65,7 @@ export function authenticated(auth: AuthService, need?: Role, opts: RouteOptions
  * requireSdkKey).
  */
 export const sdkKeyPresent: RouteOptions = {
+  security: ['sdkKey'],
   before: (req) =>
     req.headers['authorization']?.trim() ? undefined : { status: 401, body: { error: 'missing token' } },
 };
@@ -152,6 +155,24 @@ export function writeFailure(f: WriteFailure): never {
     default:
       return unreachable(f);
   }
+}
+
+/**
+ * Route options that validate the body against `schema` at the adapter's edge (after the `before`
+ * hooks, so a request without a valid token still gets 401 first) with the flags' own wording: the
+ * same messages bodyDecoder gives, so a route moving onto the edge answers exactly as before. The
+ * schema is also what /openapi.json documents.
+ */
+export function edgeBody(schema: TSchema): RouteOptions {
+  return {
+    body: schema,
+    bodyErrors: {
+      missing: 'body: a JSON object is required',
+      format: (errors) =>
+        schemaErrorsToFieldErrors([...errors] as TLocalizedValidationError[])[0]?.message ??
+        'body: does not match the expected shape',
+    },
+  };
 }
 
 /**

@@ -3,11 +3,21 @@
  * audit and evaluation routes). Every route needs a bearer token: GET viewer, POST/PUT editor,
  * DELETE admin (evaluation is a read, so viewer), checked by a `before` hook ahead of the body.
  * Bodies must be JSON objects and are decoded by the model's decoders (400 naming the field or
- * the limit of src/flags/limits.ts); the store's outcomes map to 404/409/412; prerequisite cycles are checked inside
- * the write transaction. Thin: no storage or evaluation logic here.
+ * the limit of src/flags/limits.ts); the same TypeBox schemas are attached as `documentedBody` for
+ * /openapi.json (the decoders add defaults and cross-field rules a schema cannot state). The store's
+ * outcomes map to 404/409/412; prerequisite cycles are checked inside the write transaction. Thin:
+ * no storage or evaluation logic here.
  */
 import { HttpError, type HttpApp, type HttpRequest, type HttpResult } from '../../http/index.js';
+import Type from 'typebox';
 import { decodeFlagCreate, decodeFlagPut, decodeSegmentCreate, decodeSegmentPut } from '../model/decode.js';
+import {
+  EvaluateBodySchema,
+  FlagCreateBodySchema,
+  FlagPutBodySchema,
+  SegmentCreateBodySchema,
+  SegmentPutBodySchema,
+} from '../model/schemas.js';
 import type { FieldError, Flag, FlagDefinition } from '../model/types.js';
 import { validateFlag } from '../model/validate.js';
 import type { FlagWriteCheck, SegmentWriteCheck, WriteMeta } from '../store/types.js';
@@ -73,6 +83,16 @@ export function parseAuditLimit(raw: string | null): number {
   return Math.min(Number(raw), auditPageRecordsMax);
 }
 
+/** `?limit=` of the audit route, as documented (parseAuditLimit decodes it). */
+const AuditQuery = Type.Object({
+  limit: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]+$',
+      description: `records per page: default ${auditPageRecordsDefault}, at most ${auditPageRecordsMax}`,
+    }),
+  ),
+});
+
 function versioned(status: number, doc: { version: number }, extra: Record<string, string> = {}): HttpResult {
   return { status, body: doc, headers: { etag: `"${doc.version}"`, ...extra } };
 }
@@ -97,7 +117,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await requireRole(auth, req);
       return { status: 200, body: await store.listProjects() };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: 'List projects' }),
   );
 
   app.get(
@@ -106,7 +126,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await requireRole(auth, req);
       return { status: 200, body: await store.listEnvironments(param(req, 'projectKey')) };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: "List a project's environments" }),
   );
 
   // Environments also come into being on the first flag write; this creates one explicitly (idempotent).
@@ -122,7 +142,11 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       checkKey('envKey', e);
       return { status: 200, body: await store.ensureEnvironment(p, e, new Date(ctx.now()).toISOString()) };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, {
+      summary: 'Create an environment (idempotent; flag writes also create it)',
+      documentedBody: Type.Object({}),
+      bodyOptional: true,
+    }),
   );
 
   // ---- flags ------------------------------------------------------------------------------
@@ -133,7 +157,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await requireRole(auth, req);
       return { status: 200, body: await store.listFlags(param(req, 'projectKey'), param(req, 'envKey')) };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: "List an environment's flags" }),
   );
 
   app.post(
@@ -151,7 +175,11 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await ctx.settled();
       return versioned(201, r.value, { location: `/api/v1/projects/${p}/environments/${e}/flags/${r.value.key}` });
     },
-    authenticated(auth),
+    authenticated(auth, undefined, {
+      summary: 'Create a flag',
+      documentedBody: FlagCreateBodySchema,
+      successStatus: 201,
+    }),
   );
 
   app.get(
@@ -162,7 +190,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       if (!f) throw new HttpError(404, `flag ${JSON.stringify(param(req, 'flagKey'))} not found`);
       return versioned(200, f);
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: 'Get a flag (ETag: its version)' }),
   );
 
   app.put(
@@ -177,7 +205,10 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await ctx.settled();
       return versioned(200, r.value);
     },
-    authenticated(auth),
+    authenticated(auth, undefined, {
+      summary: 'Replace a flag (If-Match: the version to replace)',
+      documentedBody: FlagPutBodySchema,
+    }),
   );
 
   app.delete(
@@ -194,7 +225,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await ctx.settled();
       return { status: 204 };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: 'Delete a flag', successStatus: 204 }),
   );
 
   // ---- segments ---------------------------------------------------------------------------
@@ -205,7 +236,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await requireRole(auth, req);
       return { status: 200, body: await store.listSegments(param(req, 'projectKey')) };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: "List a project's segments" }),
   );
 
   app.post(
@@ -221,7 +252,11 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await ctx.settled();
       return versioned(201, r.value, { location: `/api/v1/projects/${p}/segments/${r.value.key}` });
     },
-    authenticated(auth),
+    authenticated(auth, undefined, {
+      summary: 'Create a segment',
+      documentedBody: SegmentCreateBodySchema,
+      successStatus: 201,
+    }),
   );
 
   app.get(
@@ -232,7 +267,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       if (!s) throw new HttpError(404, `segment ${JSON.stringify(param(req, 'segmentKey'))} not found`);
       return versioned(200, s);
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: 'Get a segment (ETag: its version)' }),
   );
 
   app.put(
@@ -247,7 +282,10 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await ctx.settled();
       return versioned(200, r.value);
     },
-    authenticated(auth),
+    authenticated(auth, undefined, {
+      summary: 'Replace a segment (If-Match: the version to replace)',
+      documentedBody: SegmentPutBodySchema,
+    }),
   );
 
   // Flags whose rules name the segment keep their rules; such clauses then never match.
@@ -260,7 +298,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       await ctx.settled();
       return { status: 204 };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: 'Delete a segment', successStatus: 204 }),
   );
 
   // ---- audit and evaluation ---------------------------------------------------------------
@@ -272,7 +310,7 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       const limit = parseAuditLimit(req.query.get('limit'));
       return { status: 200, body: await store.listAudit(param(req, 'projectKey'), limit) };
     },
-    authenticated(auth),
+    authenticated(auth, undefined, { summary: "A project's audit records, newest first", query: AuditQuery }),
   );
 
   // Evaluation changes nothing, so a viewer may do it although it is a POST.
@@ -289,6 +327,9 @@ export function registerManagementRoutes(app: HttpApp, ctx: FlagsContext): void 
       }
       return { status: 200, body: evaluator.run(await ctx.replica.environment(p, e), body) };
     },
-    authenticated(auth, 'viewer'),
+    authenticated(auth, 'viewer', {
+      summary: 'Evaluate flags for a context (viewer or above)',
+      documentedBody: EvaluateBodySchema,
+    }),
   );
 }

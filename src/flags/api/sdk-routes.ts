@@ -12,6 +12,7 @@ import type { FlagsContext } from './context.js';
 import { decodeEvaluateBody, Evaluator, parseEvaluateBody } from './evaluation.js';
 import { requireRole, requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
 import { sseClientBufferBytesDefault } from '../limits.js';
+import { EvaluateBodySchema } from '../model/schemas.js';
 
 function lastEventId(raw: string | undefined): number | undefined {
   if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
@@ -50,6 +51,7 @@ export function registerSdkRoutes(
         throw new HttpError(503, 'too many stream clients; retry later', { 'retry-after': '5' });
     },
     sseClientBufferBytes,
+    { security: ['sdkKey'], summary: "The environment's flag changes as server-sent events (Last-Event-ID resumes)" },
   );
 
   // The user's view of the same stream: a bearer token of any role (all roles may read every
@@ -78,6 +80,7 @@ export function registerSdkRoutes(
       }
     },
     sseClientBufferBytes,
+    { security: ['bearerJwt'], summary: "An environment's flag changes as server-sent events (any role)" },
   );
 
   // The body is read raw and parsed only once the key is known good (a wrong key is a 401 whatever
@@ -90,15 +93,24 @@ export function registerSdkRoutes(
       const state = await ctx.replica.environment(env.projectKey, env.key);
       return { status: 200, body: evaluator.run(state, body) };
     },
-    { ...sdkKeyPresent, rawBody: true },
+    {
+      ...sdkKeyPresent,
+      rawBody: true,
+      summary: 'Evaluate flags for a context',
+      documentedBody: EvaluateBodySchema,
+    },
   );
 
-  app.get('/sdk/v1/latest-all', async (req) => {
-    const env = await requireSdkKey(keys, req);
-    const state = await ctx.replica.environment(env.projectKey, env.key);
-    return {
-      status: 200,
-      body: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) },
-    };
-  });
+  app.get(
+    '/sdk/v1/latest-all',
+    async (req) => {
+      const env = await requireSdkKey(keys, req);
+      const state = await ctx.replica.environment(env.projectKey, env.key);
+      return {
+        status: 200,
+        body: { flags: Object.fromEntries(state.flags), segments: Object.fromEntries(state.segments) },
+      };
+    },
+    { security: ['sdkKey'], summary: "Every flag and segment of the key's environment" },
+  );
 }

@@ -9,17 +9,31 @@ import type { RouteContext } from './context.js';
 
 export function registerClusterRoutes(ctx: RouteContext): void {
   const { app, clusters, getCluster } = ctx;
-  app.post('/api/v1/clusters', (req) => ctx.createCluster(req.body as ClusterConfigBody), { body: ClusterConfigBody });
-  app.get('/api/v1/clusters', async () => ({
-    status: 200,
-    body: await Promise.all([...clusters.values()].map((c) => c.state())),
-  }));
-  app.delete('/api/v1/clusters/:id', async (req) => {
-    if (!(await ctx.deleteCluster(req.params['id'] ?? '')))
-      throw new HttpError(404, `cluster ${req.params['id']} not found`);
-    return { status: 204 };
+  app.post('/api/v1/clusters', (req) => ctx.createCluster(req.body as ClusterConfigBody), {
+    summary: 'Create a cluster (strategy, node count, timings); 201 with its id',
+    successStatus: 201,
+    body: ClusterConfigBody,
   });
-  app.get('/api/v1/clusters/:id/state', async (req) => ({ status: 200, body: await getCluster(req).state() }));
+  app.get(
+    '/api/v1/clusters',
+    async () => ({
+      status: 200,
+      body: await Promise.all([...clusters.values()].map((c) => c.state())),
+    }),
+    { summary: 'List the clusters' },
+  );
+  app.delete(
+    '/api/v1/clusters/:id',
+    async (req) => {
+      if (!(await ctx.deleteCluster(req.params['id'] ?? '')))
+        throw new HttpError(404, `cluster ${req.params['id']} not found`);
+      return { status: 204 };
+    },
+    { summary: 'Delete a cluster and stop its nodes', successStatus: 204 },
+  );
+  app.get('/api/v1/clusters/:id/state', async (req) => ({ status: 200, body: await getCluster(req).state() }), {
+    summary: "A cluster's state: nodes, roles, terms, faults",
+  });
   app.patch(
     '/api/v1/clusters/:id/config',
     async (req) => {
@@ -36,6 +50,6 @@ export function registerClusterRoutes(ctx: RouteContext): void {
       }
       return { status: 200, body: await c.state() };
     },
-    { body: ClusterConfigPatch },
+    { summary: "Change a running cluster's configuration (quorums, timings)", body: ClusterConfigPatch },
   );
 }

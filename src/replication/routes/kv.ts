@@ -4,6 +4,7 @@
  * client operation to a node (cluster.ts submit), map a failure's code to its status (statusOf).
  * Writes are the service's hot path, so they are answered through callbacks, not promise layers.
  */
+import Type from 'typebox';
 import { HttpError, type HttpResult } from '../../http/index.js';
 import { BatchWriteRequest, WriteRequest, type KVEntry } from '../../../protocol/replication.js';
 import { inSpan, tracing } from '../../tracing/tracing.js';
@@ -90,47 +91,69 @@ export function registerKvRoutes(ctx: RouteContext): void {
         }),
       );
     },
-    { body: WriteRequest },
+    { summary: 'Write a key through a node (client_id for session guarantees)', body: WriteRequest },
   );
 
-  app.get('/api/v1/clusters/:id/read', async (req) => {
-    const c = getCluster(req);
-    const key = boundedQuery(req, 'key', keyCharsMax);
-    // 404, not 400: every read failure is a 404 (statusOf in errors.ts, ../shared/specs/DECISIONS.md).
-    if (key === null || key === '') {
-      throw new HttpError(statusOf('bad_request', 'read'), 'query parameter key is required');
-    }
-    const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? c.defaultTarget();
-    getNode(c, nodeId);
-    const op: ClientOp = { op: 'read', key };
-    const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
-    if (clientId) op.client_id = clientId;
-    if (events.opEventsWanted) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
-    const r = tracing.on
-      ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id })
-      : await c.clientOp(nodeId as string, op);
-    if (!r.ok) return replyError(r, 'read');
-    ctx.readCounts.add(c.id, nodeId as string);
-    if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
-    return { status: 200, body: { entry: toKVEntry(r.result.entry), node_id: r.result.node_id } };
-  });
+  app.get(
+    '/api/v1/clusters/:id/read',
+    async (req) => {
+      const c = getCluster(req);
+      const key = boundedQuery(req, 'key', keyCharsMax);
+      // 404, not 400: every read failure is a 404 (statusOf in errors.ts, ../shared/specs/DECISIONS.md).
+      if (key === null || key === '') {
+        throw new HttpError(statusOf('bad_request', 'read'), 'query parameter key is required');
+      }
+      const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? c.defaultTarget();
+      getNode(c, nodeId);
+      const op: ClientOp = { op: 'read', key };
+      const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
+      if (clientId) op.client_id = clientId;
+      if (events.opEventsWanted) publish(c.id, { type: 'read_received', node_id: nodeId as string, data: { key } });
+      const r = tracing.on
+        ? await inSpan('read', () => c.clientOp(nodeId as string, op), { cluster_id: c.id })
+        : await c.clientOp(nodeId as string, op);
+      if (!r.ok) return replyError(r, 'read');
+      ctx.readCounts.add(c.id, nodeId as string);
+      if (r.result.kind !== 'entry') throw new HttpError(500, 'unexpected read result');
+      return { status: 200, body: { entry: toKVEntry(r.result.entry), node_id: r.result.node_id } };
+    },
+    {
+      summary: 'Read a key through a node',
+      query: Type.Object({
+        key: Type.String(),
+        node_id: Type.Optional(Type.String()),
+        client_id: Type.Optional(Type.String()),
+      }),
+    },
+  );
 
-  app.delete('/api/v1/clusters/:id/kv', async (req) => {
-    const c = getCluster(req);
-    const key = boundedQuery(req, 'key', keyCharsMax);
-    // 400 here but 404 on read: the spec's table (statusOf in errors.ts).
-    if (key === null || key === '') {
-      throw new HttpError(statusOf('bad_request', 'delete'), 'query parameter key is required');
-    }
-    const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? undefined;
-    if (nodeId !== undefined) getNode(c, nodeId);
-    const op: ClientOp = { op: 'delete', key };
-    const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
-    if (clientId) op.client_id = clientId;
-    const r = await doWrite(c, op, nodeId);
-    if (!r.ok) return { status: r.status, body: { error: r.error } };
-    return { status: 200, body: { status: 'deleted', key } };
-  });
+  app.delete(
+    '/api/v1/clusters/:id/kv',
+    async (req) => {
+      const c = getCluster(req);
+      const key = boundedQuery(req, 'key', keyCharsMax);
+      // 400 here but 404 on read: the spec's table (statusOf in errors.ts).
+      if (key === null || key === '') {
+        throw new HttpError(statusOf('bad_request', 'delete'), 'query parameter key is required');
+      }
+      const nodeId = boundedQuery(req, 'node_id', nodeIdCharsMax) ?? undefined;
+      if (nodeId !== undefined) getNode(c, nodeId);
+      const op: ClientOp = { op: 'delete', key };
+      const clientId = boundedQuery(req, 'client_id', clientIdCharsMax);
+      if (clientId) op.client_id = clientId;
+      const r = await doWrite(c, op, nodeId);
+      if (!r.ok) return { status: r.status, body: { error: r.error } };
+      return { status: 200, body: { status: 'deleted', key } };
+    },
+    {
+      summary: 'Delete a key through a node',
+      query: Type.Object({
+        key: Type.String(),
+        node_id: Type.Optional(Type.String()),
+        client_id: Type.Optional(Type.String()),
+      }),
+    },
+  );
 
   app.post(
     '/api/v1/clusters/:id/write-batch',
@@ -180,6 +203,6 @@ export function registerKvRoutes(ctx: RouteContext): void {
       );
       return { status: 200, body: { results } };
     },
-    { body: BatchWriteRequest },
+    { summary: 'Write several keys in one request (each answered on its own)', body: BatchWriteRequest },
   );
 }

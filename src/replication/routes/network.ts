@@ -33,17 +33,21 @@ export function registerNetworkRoutes(ctx: RouteContext): void {
       publish(c.id, { type: 'partition_created', data: { partition_id: pid, group_a: b.group_a, group_b: b.group_b } });
       return { status: 201, body: { partition_id: pid } };
     },
-    { body: PartitionRequest },
+    { summary: 'Partition the network into groups of nodes', successStatus: 201, body: PartitionRequest },
   );
-  app.delete('/api/v1/clusters/:id/network/partition/:partId', (req) => {
-    const c = getCluster(req);
-    const pid = req.params['partId'] ?? '';
-    if (!c.fabric.heal(pid)) throw new HttpError(404, `partition ${pid} not found in cluster ${c.id}`);
-    metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
-    publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
-    c.kick();
-    return { status: 204 };
-  });
+  app.delete(
+    '/api/v1/clusters/:id/network/partition/:partId',
+    (req) => {
+      const c = getCluster(req);
+      const pid = req.params['partId'] ?? '';
+      if (!c.fabric.heal(pid)) throw new HttpError(404, `partition ${pid} not found in cluster ${c.id}`);
+      metrics.partitionActive.set({ cluster_id: c.id }, c.fabric.partitions().size > 0 ? 1 : 0);
+      publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
+      c.kick();
+      return { status: 204 };
+    },
+    { summary: 'Heal one partition', successStatus: 204 },
+  );
   app.post(
     '/api/v1/clusters/:id/network/latency',
     (req) => {
@@ -56,7 +60,7 @@ export function registerNetworkRoutes(ctx: RouteContext): void {
       publish(c.id, { type: 'link_latency_set', data: { from: b.from, to: b.to, ms: b.ms } });
       return { status: 200, body: { status: 'latency set', from: b.from, to: b.to, ms: b.ms } };
     },
-    { body: LatencyRequest },
+    { summary: 'Set link latency (and jitter) between nodes', body: LatencyRequest },
   );
   app.post(
     '/api/v1/clusters/:id/network/drop',
@@ -70,18 +74,22 @@ export function registerNetworkRoutes(ctx: RouteContext): void {
       publish(c.id, { type: 'link_drop_set', data: { from: b.from, to: b.to, rate: b.rate } });
       return { status: 200, body: { status: 'drop rate set', from: b.from, to: b.to, rate: b.rate } };
     },
-    { body: DropRequest },
+    { summary: 'Set a message drop rate on links', body: DropRequest },
   );
-  app.delete('/api/v1/clusters/:id/network/faults', (req) => {
-    const c = getCluster(req);
-    const healed = [...c.fabric.partitions().keys()];
-    c.fabric.clearFaults();
-    c.applyRegionLatency();
-    metrics.partitionActive.set({ cluster_id: c.id }, 0);
-    for (const pid of healed) publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
-    // Latency and drop rates are back to their defaults too (inter-region latency stays).
-    publish(c.id, { type: 'network_faults_cleared' });
-    c.kick();
-    return { status: 200, body: { status: 'faults cleared' } };
-  });
+  app.delete(
+    '/api/v1/clusters/:id/network/faults',
+    (req) => {
+      const c = getCluster(req);
+      const healed = [...c.fabric.partitions().keys()];
+      c.fabric.clearFaults();
+      c.applyRegionLatency();
+      metrics.partitionActive.set({ cluster_id: c.id }, 0);
+      for (const pid of healed) publish(c.id, { type: 'partition_healed', data: { partition_id: pid } });
+      // Latency and drop rates are back to their defaults too (inter-region latency stays).
+      publish(c.id, { type: 'network_faults_cleared' });
+      c.kick();
+      return { status: 200, body: { status: 'faults cleared' } };
+    },
+    { summary: 'Clear every network fault' },
+  );
 }

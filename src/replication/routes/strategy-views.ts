@@ -3,6 +3,7 @@
  * leaderless failure suspicion (phi accrual), and the multi-leader conflicts with their manual
  * resolution. Thin: the answers come from the nodes' custom controls or the pure ring.
  */
+import Type from 'typebox';
 import { HttpError } from '../../http/index.js';
 import { ResolveConflictRequest } from '../../../protocol/replication.js';
 import { withinMs, type Cluster } from '../cluster.js';
@@ -21,42 +22,57 @@ function firstOnline(c: Cluster): string {
 
 export function registerStrategyViewRoutes(ctx: RouteContext): void {
   const { app, getCluster } = ctx;
-  app.get('/api/v1/clusters/:id/placement', async (req) => {
-    const c = getCluster(req);
-    const key = boundedQuery(req, 'key', keyCharsMax) ?? '';
-    const nRaw = req.query.get('n');
-    const n = nRaw === null ? placementReplicasDefault : Number(nRaw);
-    if (!Number.isInteger(n) || n < 1)
-      throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
-    if (n > c.nodes.size) throw new HttpError(400, `n must be at most the number of nodes (${c.nodes.size})`);
-    return { status: 200, body: { key, preference_list: preferenceList(key, n, [...c.nodes.keys()]) } };
-  });
-  app.get('/api/v1/clusters/:id/suspicion', async (req) => {
-    const c = getCluster(req);
-    if (c.config.strategy !== 'leaderless')
-      throw new HttpError(
-        400,
-        `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`,
+  app.get(
+    '/api/v1/clusters/:id/placement',
+    async (req) => {
+      const c = getCluster(req);
+      const key = boundedQuery(req, 'key', keyCharsMax) ?? '';
+      const nRaw = req.query.get('n');
+      const n = nRaw === null ? placementReplicasDefault : Number(nRaw);
+      if (!Number.isInteger(n) || n < 1)
+        throw new HttpError(400, `n must be a positive integer (got ${JSON.stringify(nRaw)})`);
+      if (n > c.nodes.size) throw new HttpError(400, `n must be at most the number of nodes (${c.nodes.size})`);
+      return { status: 200, body: { key, preference_list: preferenceList(key, n, [...c.nodes.keys()]) } };
+    },
+    {
+      summary: 'Where a key lives (consistent hashing: its preference list)',
+      query: Type.Object({ key: Type.Optional(Type.String()), n: Type.Optional(Type.String({ pattern: '^[0-9]+$' })) }),
+    },
+  );
+  app.get(
+    '/api/v1/clusters/:id/suspicion',
+    async (req) => {
+      const c = getCluster(req);
+      if (c.config.strategy !== 'leaderless')
+        throw new HttpError(
+          400,
+          `failure suspicion (phi accrual) is tracked by leaderless clusters; this cluster is ${c.config.strategy}`,
+        );
+      const r = await callNode(c.nodes.get(firstOnline(c)) as NodeHandle, (h) =>
+        h.remote.control({ kind: 'custom', name: 'suspicion' }),
       );
-    const r = await callNode(c.nodes.get(firstOnline(c)) as NodeHandle, (h) =>
-      h.remote.control({ kind: 'custom', name: 'suspicion' }),
-    );
-    if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
-    return { status: 200, body: r.data };
-  });
-  app.get('/api/v1/clusters/:id/conflicts', async (req) => {
-    const c = getCluster(req);
-    if (c.config.strategy !== 'multi_leader') return { status: 200, body: { conflicts: [] } };
-    const all = await Promise.all(
-      [...c.nodes.values()].map(async (n) => {
-        const r = n.isDown
-          ? undefined
-          : await withinMs(n.remote.control({ kind: 'custom', name: 'conflicts' }), nodeCallDeadlineMs);
-        return r?.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
-      }),
-    );
-    return { status: 200, body: { conflicts: all.flat() } };
-  });
+      if (!r.ok) throw new HttpError(statusOf(r.code, 'control'), r.error);
+      return { status: 200, body: r.data };
+    },
+    { summary: 'Failure-detector suspicion of each node' },
+  );
+  app.get(
+    '/api/v1/clusters/:id/conflicts',
+    async (req) => {
+      const c = getCluster(req);
+      if (c.config.strategy !== 'multi_leader') return { status: 200, body: { conflicts: [] } };
+      const all = await Promise.all(
+        [...c.nodes.values()].map(async (n) => {
+          const r = n.isDown
+            ? undefined
+            : await withinMs(n.remote.control({ kind: 'custom', name: 'conflicts' }), nodeCallDeadlineMs);
+          return r?.ok && Array.isArray(r.data) ? (r.data as unknown[]) : [];
+        }),
+      );
+      return { status: 200, body: { conflicts: all.flat() } };
+    },
+    { summary: 'Keys with concurrent versions (siblings)' },
+  );
   app.post(
     '/api/v1/clusters/:id/conflicts/resolve',
     async (req) => {
@@ -76,6 +92,6 @@ export function registerStrategyViewRoutes(ctx: RouteContext): void {
       c.kick();
       return { status: 200, body: r.data ?? { status: 'resolved', key: b.key, choice: b.choice } };
     },
-    { body: ResolveConflictRequest },
+    { summary: "Resolve a key's siblings with a chosen value", body: ResolveConflictRequest },
   );
 }

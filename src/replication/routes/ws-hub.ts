@@ -4,6 +4,7 @@
  * a client subscribes to (`?link_stats=1`, or a watch_links message). It turns core events into
  * frames and decides who gets them; it does not count metrics (a callback does) nor own clusters.
  */
+import Type from 'typebox';
 import { WsHub, type HttpApp, type WsClient } from '../../http/index.js';
 import type { EventsDroppedFrame, SimEvent } from '../../../protocol/replication.js';
 import type { Cluster } from '../cluster.js';
@@ -193,54 +194,70 @@ export class EventStream {
    */
   register(app: HttpApp, clustersMax: number): void {
     const hub = this.hub;
-    app.ws<WsData>('/ws', {
-      upgrade: (info) => {
-        const clusterId = info.query.get('cluster_id');
-        if (clusterId !== null && clusterId.length > clusterIdCharsMax) {
-          const error = `cluster_id: must not have more than ${clusterIdCharsMax} characters`;
-          return { reject: { status: 400, error } };
-        }
-        const linkStats = flagQuery(info.query, 'link_stats', false);
-        if (!linkStats.ok) return { reject: { status: 400, error: linkStats.error } };
-        const opEvents = flagQuery(info.query, 'op_events', true);
-        if (!opEvents.ok) return { reject: { status: 400, error: opEvents.error } };
-        if (!hub.hasRoom()) {
-          const error =
-            `too many /ws clients (${hub.size} of ${this.clientsMax}); close one or raise ` + 'REPLSIM_WS_CLIENTS_MAX';
-          return { reject: { status: 503, error } };
-        }
-        return { data: { clusterId, linkStats: linkStats.value, linkClusters: null, opEvents: opEvents.value } };
+    app.ws<WsData>(
+      '/ws',
+      {
+        upgrade: (info) => {
+          const clusterId = info.query.get('cluster_id');
+          if (clusterId !== null && clusterId.length > clusterIdCharsMax) {
+            const error = `cluster_id: must not have more than ${clusterIdCharsMax} characters`;
+            return { reject: { status: 400, error } };
+          }
+          const linkStats = flagQuery(info.query, 'link_stats', false);
+          if (!linkStats.ok) return { reject: { status: 400, error: linkStats.error } };
+          const opEvents = flagQuery(info.query, 'op_events', true);
+          if (!opEvents.ok) return { reject: { status: 400, error: opEvents.error } };
+          if (!hub.hasRoom()) {
+            const error =
+              `too many /ws clients (${hub.size} of ${this.clientsMax}); close one or raise ` +
+              'REPLSIM_WS_CLIENTS_MAX';
+            return { reject: { status: 503, error } };
+          }
+          return { data: { clusterId, linkStats: linkStats.value, linkClusters: null, opEvents: opEvents.value } };
+        },
+        open: (c: WsClient<WsData>) => {
+          if (!hub.add(c)) return;
+          c.data.admitted = true;
+          if (c.data.opEvents) this.opEventClients++;
+          else this.opFreeClients++;
+          if (c.data.linkStats) this.refreshLinkWatch();
+        },
+        // {"type":"watch_links","cluster_ids":[...] | null}: link_stats for these clusters only (within
+        // the client's cluster_id scope), null for every cluster in scope, [] for none.
+        message: (c, raw) => {
+          const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+          const r = watchLinksRequest(text, clustersMax);
+          if (!r.ok) {
+            c.sendNotice(JSON.stringify({ type: 'error', error: r.error }));
+            return;
+          }
+          c.data.linkClusters = r.clusterIds === null ? null : new Set(r.clusterIds);
+          c.data.linkStats = r.clusterIds === null || r.clusterIds.length > 0;
+          this.refreshLinkWatch();
+        },
+        drain: (c) => hub.drained(c),
+        close: (c) => {
+          hub.remove(c);
+          if (!c.data.admitted) return;
+          if (c.data.opEvents) this.opEventClients--;
+          else this.opFreeClients--;
+          if (c.data.linkStats || c.data.linkClusters !== null) this.refreshLinkWatch();
+        },
+        maxQueueBytes: wsClientQueueBytes,
       },
-      open: (c: WsClient<WsData>) => {
-        if (!hub.add(c)) return;
-        c.data.admitted = true;
-        if (c.data.opEvents) this.opEventClients++;
-        else this.opFreeClients++;
-        if (c.data.linkStats) this.refreshLinkWatch();
+      {
+        summary: 'Live cluster events (WebSocket; cluster_id, link_stats, op_events)',
+        query: Type.Object({
+          cluster_id: Type.Optional(Type.String()),
+          link_stats: Type.Optional(
+            Type.Union([Type.Literal('1'), Type.Literal('true'), Type.Literal('0'), Type.Literal('false')]),
+          ),
+          op_events: Type.Optional(
+            Type.Union([Type.Literal('1'), Type.Literal('true'), Type.Literal('0'), Type.Literal('false')]),
+          ),
+        }),
       },
-      // {"type":"watch_links","cluster_ids":[...] | null}: link_stats for these clusters only (within
-      // the client's cluster_id scope), null for every cluster in scope, [] for none.
-      message: (c, raw) => {
-        const text = typeof raw === 'string' ? raw : raw.toString('utf8');
-        const r = watchLinksRequest(text, clustersMax);
-        if (!r.ok) {
-          c.sendNotice(JSON.stringify({ type: 'error', error: r.error }));
-          return;
-        }
-        c.data.linkClusters = r.clusterIds === null ? null : new Set(r.clusterIds);
-        c.data.linkStats = r.clusterIds === null || r.clusterIds.length > 0;
-        this.refreshLinkWatch();
-      },
-      drain: (c) => hub.drained(c),
-      close: (c) => {
-        hub.remove(c);
-        if (!c.data.admitted) return;
-        if (c.data.opEvents) this.opEventClients--;
-        else this.opFreeClients--;
-        if (c.data.linkStats || c.data.linkClusters !== null) this.refreshLinkWatch();
-      },
-      maxQueueBytes: wsClientQueueBytes,
-    });
+    );
   }
 
   /** Stops the link_stats timer (the server is closing). */

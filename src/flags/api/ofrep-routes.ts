@@ -1,0 +1,201 @@
+/**
+ * OpenFeature Remote Evaluation Protocol (OFREP) on the flag service: `POST
+ * /ofrep/v1/evaluate/flags/{key}` and the bulk `POST /ofrep/v1/evaluate/flags` (ETag /
+ * If-None-Match → 304), authenticated by the environment's SDK key in Authorization (raw or
+ * `Bearer <key>`). The context's `targetingKey` is simlab's context `key`; evaluation is the same
+ * evaluator and replica as /sdk/v1/evaluate. Errors use OFREP's shapes (`{key, errorCode,
+ * errorDetails}`, bulk `{errorCode, errorDetails}`) and also carry the service's `error` field.
+ * TARGETING_KEY_MISSING is never answered: simlab evaluates without a key (targets and rules on
+ * `key` simply do not match, rollouts bucket to 0), exactly as /sdk/v1/evaluate does.
+ */
+import { createHash } from 'node:crypto';
+import Type from 'typebox';
+import { Compile } from 'typebox/compile';
+import { HttpError, type HttpApp, type HttpResult } from '../../http/index.js';
+import type { EvalResult } from '../eval/evaluate.js';
+import { schemaErrorsToFieldErrors } from '../model/decode.js';
+import type { EvalContext } from '../model/types.js';
+import { keyCharsMax } from '../limits.js';
+import type { FlagsContext } from './context.js';
+import { decodeEvaluateBody, Evaluator, parseEvaluateBody, type EvaluationAnswer } from './evaluation.js';
+import { requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
+
+const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+/** OFREP's request body: `{context?: {targetingKey?, ...attributes}}` (attributes: scalars or arrays of them). */
+export const OfrepEvaluateBody = Type.Object(
+  {
+    context: Type.Optional(
+      Type.Object(
+        { targetingKey: Type.Optional(Type.String()) },
+        { additionalProperties: Type.Union([Scalar, Type.Array(Scalar)]) },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+const ofrepBody = Compile(OfrepEvaluateBody);
+
+type OfrepErrorCode = 'PARSE_ERROR' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+
+/** simlab reasons → OpenFeature's. */
+export function ofrepReason(r: EvalResult['reason']): string {
+  switch (r.kind) {
+    case 'OFF':
+      return 'DISABLED';
+    case 'TARGET_MATCH':
+    case 'RULE_MATCH':
+      return 'TARGETING_MATCH';
+    case 'FALLTHROUGH':
+      return r.inRollout === true ? 'SPLIT' : 'DEFAULT';
+    case 'PREREQUISITE_FAILED':
+      return 'DEFAULT';
+    case 'ERROR':
+      return 'ERROR';
+    default:
+      return 'UNKNOWN';
+  }
+}
+
+function success(key: string, r: EvalResult): Record<string, unknown> {
+  const metadata: Record<string, string | boolean> = { reasonKind: r.reason.kind };
+  if (r.reason.ruleId !== undefined) metadata['ruleId'] = r.reason.ruleId;
+  if (r.reason.prerequisiteKey !== undefined) metadata['prerequisiteKey'] = r.reason.prerequisiteKey;
+  if (r.reason.inRollout === true) metadata['inRollout'] = true;
+  return { key, value: r.value, reason: ofrepReason(r.reason), variant: r.variation, metadata };
+}
+
+function failure(key: string | undefined, errorCode: OfrepErrorCode, details: string): Record<string, unknown> {
+  return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: details, error: details };
+}
+
+/**
+ * A success serialised once per evaluator outcome: outcomes are frozen objects made once per flag
+ * version (eval/evaluate.ts), so the hot path is a map lookup, like /sdk/v1/evaluate's shared results.
+ */
+const serialised = new WeakMap<EvalResult, string>();
+function successJson(key: string, r: EvalResult): string {
+  let s = serialised.get(r);
+  if (s === undefined) {
+    s = JSON.stringify(success(key, r));
+    serialised.set(r, s);
+  }
+  return s;
+}
+
+/** One answer of the evaluator → OFREP's status and body (a success pre-serialised). */
+function answer(key: string, r: EvaluationAnswer): { status: number; body: Record<string, unknown> | string } {
+  if (r.reason.kind !== 'ERROR') return { status: 200, body: successJson(key, r as EvalResult) };
+  if (r.reason.errorKind === 'FLAG_NOT_FOUND')
+    return { status: 404, body: failure(key, 'FLAG_NOT_FOUND', `flag ${JSON.stringify(key)} not found`) };
+  return {
+    status: 500,
+    body: failure(key, 'GENERAL', `flag ${JSON.stringify(key)} cannot be evaluated (${r.reason.errorKind})`),
+  };
+}
+
+/**
+ * A raw OFREP body → simlab's context, or the OFREP error: PARSE_ERROR for bytes that are not
+ * JSON (or break the edge's JSON shape limits), INVALID_CONTEXT for a body or context of the
+ * wrong shape or past a limit of src/flags/limits.ts.
+ */
+export function decodeOfrepBody(
+  raw: Buffer,
+): { ok: true; context: EvalContext } | { ok: false; code: OfrepErrorCode; message: string } {
+  let parsed: unknown;
+  try {
+    parsed = parseEvaluateBody(raw) ?? {};
+  } catch (err) {
+    return { ok: false, code: 'PARSE_ERROR', message: (err as Error).message };
+  }
+  // The hot path validates once: the mapped context through the evaluate body's TypeBox schema and
+  // limits. The OFREP schema is consulted for the message when the outer shape is wrong.
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  const outer = isObject(parsed) ? parsed['context'] : undefined;
+  const given = isObject(outer) ? outer : outer === undefined ? {} : undefined;
+  if (!isObject(parsed) || given === undefined || !['string', 'undefined'].includes(typeof given['targetingKey'])) {
+    const first = ofrepBody.Check(parsed) ? undefined : schemaErrorsToFieldErrors(ofrepBody.Errors(parsed))[0];
+    return {
+      ok: false,
+      code: 'INVALID_CONTEXT',
+      message: first?.message ?? 'body: must be {"context": {"targetingKey"?: "...", ...}}',
+    };
+  }
+  const { targetingKey, ...attributes } = given;
+  const context: Record<string, unknown> = attributes;
+  if (typeof targetingKey === 'string') context['key'] = targetingKey;
+  else if ('key' in context) delete context['key'];
+  try {
+    return { ok: true, context: decodeEvaluateBody({ context }).context };
+  } catch (err) {
+    return { ok: false, code: 'INVALID_CONTEXT', message: (err as Error).message };
+  }
+}
+
+function bulkEtag(projectKey: string, envKey: string, pos: number, raw: Buffer): string {
+  const h = createHash('sha1').update(`${projectKey}\u0000${envKey}\u0000${pos}\u0000`).update(raw);
+  return `"${h.digest('base64url')}"`;
+}
+
+export function registerOfrepRoutes(app: HttpApp, ctx: FlagsContext): void {
+  const evaluator = new Evaluator(ctx);
+  const keys = new SdkKeys(ctx.store);
+
+  // The key is checked before the body is read (a wrong key is a 401 whatever the body).
+  app.post(
+    '/ofrep/v1/evaluate/flags/:key',
+    async (req): Promise<HttpResult> => {
+      const env = await requireSdkKey(keys, req);
+      const key = req.params['key'] ?? '';
+      if (key.length > keyCharsMax)
+        throw new HttpError(400, `key: must be at most ${keyCharsMax} characters (the limit)`);
+      const body = decodeOfrepBody(req.rawBody);
+      if (!body.ok) return { status: 400, body: failure(key, body.code, body.message) };
+      const state = await ctx.replica.environment(env.projectKey, env.key);
+      const r = evaluator.run(state, { context: body.context, flagKeys: [key] }).flags[key] as EvaluationAnswer;
+      const a = answer(key, r);
+      return typeof a.body === 'string'
+        ? { status: a.status, raw: a.body, headers: { 'content-type': 'application/json' } }
+        : { status: a.status, body: a.body };
+    },
+    {
+      ...sdkKeyPresent,
+      rawBody: true,
+      security: ['sdkKey'],
+      tags: ['ofrep'],
+      summary: 'OFREP: evaluate one flag for a context (targetingKey is the context key)',
+      documentedBody: OfrepEvaluateBody,
+    },
+  );
+
+  app.post(
+    '/ofrep/v1/evaluate/flags',
+    async (req): Promise<HttpResult> => {
+      const env = await requireSdkKey(keys, req);
+      const state = await ctx.replica.environment(env.projectKey, env.key);
+      // Same environment state and same request bytes → same answer: checked before evaluating.
+      const etag = bulkEtag(env.projectKey, env.key, state.pos, req.rawBody);
+      if (req.headers['if-none-match'] === etag) return { status: 304, headers: { etag } };
+      const body = decodeOfrepBody(req.rawBody);
+      if (!body.ok) return { status: 400, body: failure(undefined, body.code, body.message) };
+      const all = evaluator.run(state, { context: body.context }).flags;
+      const parts = Object.entries(all).map(([key, r]) => {
+        const b = answer(key, r).body;
+        return typeof b === 'string' ? b : JSON.stringify(b);
+      });
+      return {
+        status: 200,
+        raw: `{"flags":[${parts.join(',')}]}`,
+        headers: { 'content-type': 'application/json', etag },
+      };
+    },
+    {
+      ...sdkKeyPresent,
+      rawBody: true,
+      security: ['sdkKey'],
+      tags: ['ofrep'],
+      summary: 'OFREP: evaluate every flag for a context (ETag; If-None-Match answers 304)',
+      documentedBody: OfrepEvaluateBody,
+    },
+  );
+}
