@@ -211,6 +211,23 @@ t.test('the replication page: every flow of the contract in a browser', async (t
   await status.filter({ hasText: /read never-written failed \(404\)/ }).waitFor({ timeout: electionWaitMs });
   t.pass("a failed read shows the API's error and status");
 
+  // ---- console: a batch write, then each key read back through the API ----
+  await page.getByRole('textbox', { name: /^Batch/ }).fill('batch-a=1\nbatch-b=2\n');
+  await page.getByRole('button', { name: 'Write batch', exact: true }).click();
+  await status.filter({ hasText: /wrote 2 of 2 keys on n\d+/ }).waitFor({ timeout: electionWaitMs });
+  for (const [k, v] of [
+    ['batch-a', '1'],
+    ['batch-b', '2'],
+  ] as const) {
+    const r = await http.get<{ entry: { value: string } }>(`/api/v1/clusters/${cid}/read?key=${k}`);
+    t.equal(r.status, 200, `${k} was written by the batch`);
+    t.equal(Buffer.from(r.body.entry.value, 'base64').toString(), v, `${k} = ${v}`);
+  }
+  await page.getByRole('textbox', { name: /^Batch/ }).fill('no equals sign');
+  await page.getByRole('button', { name: 'Write batch', exact: true }).click();
+  await status.filter({ hasText: /batch: line 1: write key=value/ }).waitFor({ timeout: contractUpdateMs });
+  t.pass('a malformed batch line is refused on the page, naming the line');
+
   // ---- the keyboard does what the mouse does ----
   await nodeButton(page, new RegExp(`^${f1} `)).focus();
   await page.keyboard.press('Enter');

@@ -22,6 +22,9 @@ async function onNodes(store: ReplicationStore, cluster: ClusterModel, action: N
     faultMessage.value = { text: `select a node first, then ${action}`, error: true };
     return;
   }
+  // Nodes being removed leave the selection first, so the node drawer stops reading their log and
+  // store (a read after the removal would be a 404) before the removal goes out.
+  if (action === 'remove') selectedNodes.value = selectedNodes.value.filter((id) => !ids.includes(id));
   const results = await Promise.all(
     ids.map(
       (id): Promise<ApiResult<unknown>> =>
@@ -35,7 +38,6 @@ async function onNodes(store: ReplicationStore, cluster: ClusterModel, action: N
     failed.length > 0
       ? { text: `${action} failed for ${failed.join('; ')}`, error: true }
       : { text: `${action}: ${ids.join(', ')}`, error: false };
-  if (action === 'remove') selectedNodes.value = selectedNodes.value.filter((id) => !ids.includes(id));
   store.refreshSoon(cluster.id, 0);
 }
 
@@ -238,10 +240,40 @@ const shown = (e: EntryWire): string => (e.tombstone ? '(deleted)' : decodeValue
 const answerText = (r: { entry: EntryWire; node_id: string }, prep: string, ms: string): string =>
   `${r.entry.key} = ${shown(r.entry)} ${prep} ${r.node_id} (version ${r.entry.version}) in ${ms}`;
 
+/** One entry of a batch answer: written (non-atomic: each entry answered on its own) or refused. */
+type BatchAnswer =
+  | { atomic: true; entries: EntryWire[] }
+  | { results: Array<{ entry: EntryWire; node_id: string } | { key: string; error: string }> };
+
+/** `key=value` lines (blank lines skipped) as batch entries, or what is wrong with them. */
+export function parseBatchLines(text: string): Array<{ key: string; value: string }> | string {
+  const entries: Array<{ key: string; value: string }> = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = (lines[i] as string).trim();
+    if (line === '') continue;
+    const eq = line.indexOf('=');
+    if (eq <= 0) return `line ${i + 1}: write key=value`;
+    entries.push({ key: line.slice(0, eq), value: line.slice(eq + 1) });
+  }
+  return entries.length === 0 ? 'enter at least one key=value line' : entries;
+}
+
+function batchAnswerText(a: BatchAnswer, took: string): string {
+  if ('atomic' in a) return `wrote ${a.entries.length} keys atomically in ${took}`;
+  const failed = a.results.filter((r) => 'error' in r);
+  const nodes = [...new Set(a.results.flatMap((r) => ('node_id' in r ? [r.node_id] : [])))].join(', ');
+  const head = `wrote ${a.results.length - failed.length} of ${a.results.length} keys${nodes ? ` on ${nodes}` : ''}`;
+  const first = failed[0];
+  return `${head} in ${took}` + (first && 'error' in first ? `; ${first.key}: ${first.error}` : '');
+}
+
 export function ConsolePanel({ cluster }: { cluster: ClusterModel }): JSX.Element {
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
   const [target, setTarget] = useState('');
+  const [batch, setBatch] = useState('');
+  const [atomic, setAtomic] = useState(false);
   const [out, setOut] = useState<{ text: string; error: boolean }>({ text: '', error: false });
   const live = cluster.nodeIds.filter((id) => !(cluster.nodes[id] as NodeView).removed);
   const ms = (x: number): string => `${x.toFixed(1)} ms`;
@@ -282,6 +314,21 @@ export function ConsolePanel({ cluster }: { cluster: ClusterModel }): JSX.Elemen
       r.ok
         ? { text: `deleted ${key} in ${ms(r.ms)}`, error: false }
         : { text: `delete ${key} failed (${r.status}): ${r.error} (${ms(r.ms)})`, error: true },
+    );
+  };
+  const writeBatch = async (): Promise<void> => {
+    const parsed = parseBatchLines(batch);
+    if (typeof parsed === 'string') return setOut({ text: `batch: ${parsed}`, error: true });
+    const entries = parsed.map((e) => (target === '' ? e : { ...e, target_node_id: target }));
+    const body = { entries, client_id: 'page', ...(atomic ? { atomic: true } : {}) };
+    const r = await api.post<BatchAnswer>(cpath(cluster.id, '/write-batch'), body);
+    setOut(
+      r.ok
+        ? { text: batchAnswerText(r.body, ms(r.ms)), error: false }
+        : {
+            text: `batch of ${entries.length} failed (${r.status}): ${r.error} (${ms(r.ms)})`,
+            error: true,
+          },
     );
   };
   return (
@@ -326,6 +373,27 @@ export function ConsolePanel({ cluster }: { cluster: ClusterModel }): JSX.Elemen
           </button>
           <button type="button" class="secondary" onClick={() => void del()}>
             Delete
+          </button>
+        </div>
+        <div class="row">
+          <label>
+            Batch (one key=value per line)
+            <textarea
+              rows={3}
+              value={batch}
+              onInput={(e) => setBatch((e.currentTarget as HTMLTextAreaElement).value)}
+            />
+          </label>
+          <label>
+            <input
+              type="checkbox"
+              checked={atomic}
+              onChange={(e) => setAtomic((e.currentTarget as HTMLInputElement).checked)}
+            />{' '}
+            Atomic (single_leader)
+          </label>
+          <button type="button" onClick={() => void writeBatch()}>
+            Write batch
           </button>
         </div>
       </form>

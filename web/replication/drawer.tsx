@@ -104,9 +104,12 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
   const data = useSignal<NodeData | null>(null);
   const cid = cluster.id;
 
+  // A removed node has no log or store to read (the API answers 404).
+  const removed = nodeId !== null && cluster.nodes[nodeId]?.removed === true;
+
   useEffect(() => {
     data.value = null;
-    if (nodeId === null) return;
+    if (nodeId === null || removed) return;
     let stopped = false;
     let inFlight = false;
     let again = false;
@@ -161,7 +164,7 @@ export function NodeDrawer({ store, cluster }: { store: ReplicationStore; cluste
       clearTimeout(timer);
       unsubscribe();
     };
-  }, [store, cid, nodeId]);
+  }, [store, cid, nodeId, removed]);
 
   const node = nodeId !== null ? cluster.nodes[nodeId] : undefined;
   const d = data.value !== null && data.value.node === nodeId ? data.value : null;
