@@ -365,7 +365,7 @@ t.test(
       ['since=1.5', /since/],
       ['limit=0', /limit/],
       [`limit=${historyPageOpsMax + 1}`, /limit: must be an integer from 1 to 10000/],
-      ['format=edn', /format: must be one of json/],
+      ['format=xml', /format: must be one of json/],
     ];
     for (const [q, msg] of bad) {
       const r = await c.get(`${V}/clusters/${cl.id}/history?${q}`);

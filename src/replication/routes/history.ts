@@ -5,13 +5,14 @@
  * cluster's (cluster/operation-history.ts, history.ts); these routes only page and shape it.
  */
 import { HttpError, type HttpResult } from '../../http/index.js';
-import { toHistoryRecord, type FaultInterval, type HistoryRecord } from '../history.js';
+import { toHistoryRecord, type FaultInterval, type HistoryOp, type HistoryRecord } from '../history.js';
+import { toEdnHistory, toJsonHistory } from '../history-export.js';
 import { historyPageOpsDefault, historyPageOpsMax } from '../limits.js';
 import { linkTotals } from '../link-stats.js';
 import type { RouteContext } from './context.js';
 import { flagQuery, intQuery } from './request-helpers.js';
 
-/** The answer of GET .../history (format=json). */
+/** The answer of GET .../history (format=page, the default). */
 interface HistoryPage {
   cluster_id: string;
   time_unit: 'ms';
@@ -29,35 +30,55 @@ interface HistoryPage {
   faults_dropped: number;
 }
 
-/** GET .../history answers in these formats (`format=`); the interop issue adds `edn` here. */
-const historyFormats: Record<string, (page: HistoryPage) => HttpResult> = {
-  json: (page) => ({ status: 200, body: page }),
-};
+/**
+ * GET .../history answers in these formats (`format=`). `page` (the default) is the paged view
+ * above. `edn` and `json` are the exports of interop.md "Histories" (history-export.ts): Jepsen op
+ * maps, one per line (application/edn), or a JSON array of every invocation and completion. The
+ * exports take the operations from `since` on, at most `limit` when it is given (else all held).
+ */
+const historyFormats = {
+  json: (_page: HistoryPage, ops: HistoryOp[]): HttpResult => ({ status: 200, body: toJsonHistory(ops) }),
+  edn: (_page: HistoryPage, ops: HistoryOp[]): HttpResult => ({
+    status: 200,
+    raw: toEdnHistory(ops),
+    headers: { 'content-type': 'application/edn' },
+  }),
+  page: (page: HistoryPage): HttpResult => ({ status: 200, body: page }),
+} as const;
+type HistoryFormat = keyof typeof historyFormats;
+
+function isHistoryFormat(s: string): s is HistoryFormat {
+  return Object.hasOwn(historyFormats, s);
+}
 
 export function registerHistoryRoutes(ctx: RouteContext): void {
   const { app, getCluster, events } = ctx;
   app.get('/api/v1/clusters/:id/history', (req) => {
     const c = getCluster(req);
     const since = intQuery(req.query, 'since', 0, 0, Number.MAX_SAFE_INTEGER);
-    const limit = intQuery(req.query, 'limit', historyPageOpsDefault, 1, historyPageOpsMax);
-    const format = req.query.get('format') ?? 'json';
-    const render = Object.hasOwn(historyFormats, format) ? historyFormats[format] : undefined;
-    if (render === undefined) {
+    const format = req.query.get('format') ?? 'page';
+    if (!isHistoryFormat(format)) {
       const known = Object.keys(historyFormats).join(', ');
       throw new HttpError(400, `format: must be one of ${known} (got ${JSON.stringify(format.slice(0, 32))})`);
     }
+    // The exports default to every operation held (the ring is bounded by historyOpsMax).
+    const limitDefault = format === 'page' ? historyPageOpsDefault : Number.MAX_SAFE_INTEGER;
+    const limit = intQuery(req.query, 'limit', limitDefault, 1, historyPageOpsMax);
     const h = c.historyPage(since, limit);
-    return render({
-      cluster_id: c.id,
-      time_unit: 'ms',
-      from_index: h.first,
-      next_since: h.first + h.ops.length,
-      total: h.nextIndex,
-      ops_dropped: h.firstIndex,
-      ops: h.ops.map((op, i) => toHistoryRecord(op, h.first + i)),
-      faults: c.faults.list(),
-      faults_dropped: c.faults.dropped,
-    });
+    return historyFormats[format](
+      {
+        cluster_id: c.id,
+        time_unit: 'ms',
+        from_index: h.first,
+        next_since: h.first + h.ops.length,
+        total: h.nextIndex,
+        ops_dropped: h.firstIndex,
+        ops: h.ops.map((op, i) => toHistoryRecord(op, h.first + i)),
+        faults: c.faults.list(),
+        faults_dropped: c.faults.dropped,
+      },
+      h.ops,
+    );
   });
   app.get('/api/v1/clusters/:id/snapshot', async (req) => {
     const c = getCluster(req);
