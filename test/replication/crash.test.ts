@@ -249,6 +249,11 @@ t.test('a request pending on a node fails at once when the node crashes', async 
     202,
     'n2 stalls (its thread blocked)',
   );
+  // The stall travels on the node's control channel, the write on its request channel: the write
+  // could reach the worker first. A control call queued behind the stall (its store) that goes
+  // unanswered until the call deadline shows the stall is in effect before the write is sent.
+  const probe = await c.get(`${V}/clusters/${cl.id}/nodes/n2/store`);
+  t.not(probe.status, 200, `n2 answers no control call while stalled (${probe.status})`);
   const started = Date.now();
   const pending = c.post(`${V}/clusters/${cl.id}/write`, { key: 'k', value: 'v', target_node_id: 'n2' });
   await sleep(300);
