@@ -170,9 +170,21 @@ export function Diagram({ run, version, focusCut }: Props) {
     }
     ctx.stroke();
     const r = Math.max(1, Math.min(3, rowH * 0.4));
+    let lastLane = -1;
+    let lastKind = '';
+    let lastY = Number.NaN;
+    let lastFill = '';
     for (const i of visible) {
       const e = run.events[i] as DiagramEvent;
-      ctx.fillStyle = e.kind === 'dropped' ? '#c0392b' : e.kind === 'held' ? '#d68910' : '#1d2330';
+      const y = Math.round(rowY(e.row));
+      // Zoomed out, many rows share a pixel; visibleEvents lists events lane by lane in row order, so
+      // a dot where the last one of its kind was drawn is skipped: a draw costs what the window's pixels cost.
+      if (e.lane === lastLane && e.kind === lastKind && y === lastY) continue;
+      lastLane = e.lane;
+      lastKind = e.kind;
+      lastY = y;
+      const fill = e.kind === 'dropped' ? '#c0392b' : e.kind === 'held' ? '#d68910' : '#1d2330';
+      if (fill !== lastFill) ctx.fillStyle = lastFill = fill; // parsing a colour on every dot costs more than the dot
       ctx.fillRect((e.kind === 'held' ? bandX(e.lane) : laneX(e.lane)) - r, rowY(e.row) - r, r * 2, r * 2);
     }
   }, [useCanvas, visible, msgs, scrollTop, scrollLeft, widthPx, rowH]);
