@@ -10,17 +10,16 @@
  * It is not a test: nothing fails on a missed target. Needs the built page (make build) and Chromium
  * (installed on first use). BENCH_CPU_PROFILE=dir adds CPU profiles and main-thread time per phase.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { formatShiViz, type ShiVizEvent } from '../src/clocklab/shiviz.js';
+import { builtPageDir, chromiumPath, ensureChromium, pageJsBytes, quantile } from './browser-lib.js';
 import { distRoot, table } from './lib.js';
 import { median, recordResult } from './results.js';
 
-const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 /** Application messages per second the driver aims at (each broadcast is processes − 1 messages). */
 const targetMsgsPerS = Number(process.env['BENCH_MSGS_PER_S'] ?? 2_000);
 const processesN = 16;
@@ -54,36 +53,8 @@ const inFlightMax = 32;
 const machineNote =
   'headless Chromium (--disable-gpu, software rendering), 1280x900, on the same 2-core machine as the lab';
 
-if (!existsSync(chromiumPath)) {
-  const r = spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit' });
-  if (r.status !== 0 || !existsSync(chromiumPath)) {
-    console.error(`chromium is missing at ${chromiumPath} and apt-get install -y chromium failed`);
-    process.exit(2);
-  }
-}
-const pageDir = path.join(distRoot, 'web', 'clocklab');
-if (!existsSync(path.join(pageDir, 'index.html'))) {
-  console.error('the page is not built: run make build (or node scripts/build-web.mjs clocklab)');
-  process.exit(2);
-}
-
-/** The page's JavaScript as built: every script index.html loads, gzipped at level 9. */
-function jsBytes(): { raw: number; gzip: number } {
-  const html = readFileSync(path.join(pageDir, 'index.html'), 'utf8');
-  let raw = 0;
-  let gzip = 0;
-  for (const m of html.matchAll(/src="([^"]+\.js)"/g)) {
-    const b = readFileSync(path.join(pageDir, m[1] as string));
-    raw += b.length;
-    gzip += gzipSync(b, { level: 9 }).length;
-  }
-  return { raw, gzip };
-}
-
-function quantile(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? Number.NaN;
-}
+ensureChromium();
+const pageDir = builtPageDir('clocklab');
 
 /** BENCH_CPU_PROFILE=dir: a Chromium CPU profile of each live slice and of the zoom, and their top self times. */
 const profileDir = process.env['BENCH_CPU_PROFILE'];
@@ -369,7 +340,7 @@ let failed = false;
 try {
   const api = `http://127.0.0.1:${lab.port}`;
   const base = `http://127.0.0.1:${lab.proxyPort}`;
-  const js = jsBytes();
+  const js = pageJsBytes(pageDir);
 
   // ---- 16 processes (the lab starts with its configured ones)
   const have = (await (await fetch(`${api}/api/v1/processes`)).json()) as { processes: Array<{ id: string }> };

@@ -8,16 +8,14 @@
  * the real stream, the page's own code path for a put); sign-in and everything else is the real
  * service. Needs the built page (make build) and Chromium (installed on first use).
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { chromium, type Page, type Route } from 'playwright-core';
-import { distRoot, startChild, table } from './lib.js';
+import { builtPageDir, chromiumPath, ensureChromium, pageJsBytes, quantile } from './browser-lib.js';
+import { startChild, table } from './lib.js';
 import { median, recordResult } from './results.js';
 
-const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const flagsCount = Number(process.env['BENCH_FLAGS'] ?? 2_000);
 const reps = Math.max(1, Math.floor(Number(process.env['BENCH_REPS'] ?? 5)));
 const filterTargetMs = 50;
@@ -27,31 +25,8 @@ const adminPassword = 'bench-password';
 /** Searches typed into "Search flags", each from the full list: a narrow key, a wide key, a tag, a status. */
 const queries = ['flag-0042', 'flag-1', 'tag:rollout', 'off', 'tag:json rules'];
 
-if (!existsSync(chromiumPath)) {
-  const r = spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit' });
-  if (r.status !== 0 || !existsSync(chromiumPath)) {
-    console.error(`chromium is missing at ${chromiumPath} and apt-get install -y chromium failed`);
-    process.exit(2);
-  }
-}
-const pageDir = path.join(distRoot, 'web', 'flags');
-if (!existsSync(path.join(pageDir, 'index.html'))) {
-  console.error('the page is not built: run make build (or node scripts/build-web.mjs flags)');
-  process.exit(2);
-}
-
-/** The page's JavaScript as built: every script index.html loads, gzipped at level 9. */
-function jsBytes(): { raw: number; gzip: number } {
-  const html = readFileSync(path.join(pageDir, 'index.html'), 'utf8');
-  let raw = 0;
-  let gzip = 0;
-  for (const m of html.matchAll(/src="([^"]+\.js)"/g)) {
-    const b = readFileSync(path.join(pageDir, m[1] as string));
-    raw += b.length;
-    gzip += gzipSync(b, { level: 9 }).length;
-  }
-  return { raw, gzip };
-}
+ensureChromium();
+const pageDir = builtPageDir('flags');
 
 /** A mix like a real environment: every type, some with targets, rules, rollouts; a third switched on. */
 function flagOf(i: number): Record<string, unknown> {
@@ -147,7 +122,7 @@ const browser = await chromium.launch({
 let failed = false;
 try {
   const base = `http://127.0.0.1:${service.port}`;
-  const js = jsBytes();
+  const js = pageJsBytes(pageDir);
   const login = (await (
     await fetch(`${base}/auth/login`, {
       method: 'POST',
@@ -303,11 +278,6 @@ try {
   await service.stop();
 }
 if (failed) process.exitCode = 1;
-
-function quantile(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? Number.NaN;
-}
 
 function stats(xs: number[]): Record<string, number> {
   return { 'median ms': median(xs), 'min ms': Math.min(...xs), 'max ms': Math.max(...xs) };

@@ -7,15 +7,11 @@
  * per frame (the canvas's data-draw-ms); frame time is also measured with 100 idle 3-node clusters. Targets: p95 ≤ 16.7 ms, first render ≤ 500 ms, ≤ 100 KB gz.
  * Needs the built page (make build) and Chromium (installed on first use, as the page tests do).
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { chromium, type Page } from 'playwright-core';
-import { distRoot, postJson, startChild, table } from './lib.js';
+import { builtPageDir, chromiumPath, ensureChromium, pageJsBytes, quantile } from './browser-lib.js';
+import { postJson, startChild, table } from './lib.js';
 import { median, recordResult } from './results.js';
 
-const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 /** Peer messages per second the page should be drawing during the frame-time slice. */
 const targetMsgsPerS = Number(process.env['BENCH_MSGS_PER_S'] ?? 5_000);
 /** Length of one frame-time slice, ms. */
@@ -27,37 +23,8 @@ const jsGzipTargetBytes = 100 * 1024;
 /** Writes in flight from the driver at most (each an HTTP request on its own keep-alive connection). */
 const writersMax = 48;
 
-if (!existsSync(chromiumPath)) {
-  const r = spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit' });
-  if (r.status !== 0 || !existsSync(chromiumPath)) {
-    console.error(`chromium is missing at ${chromiumPath} and apt-get install -y chromium failed`);
-    process.exit(2);
-  }
-}
-/** distRoot is dist/ (lib.ts sits in dist/benchmarks when built). */
-const pageDir = path.join(distRoot, 'web', 'replication');
-if (!existsSync(path.join(pageDir, 'index.html'))) {
-  console.error('the page is not built: run make build (or node scripts/build-web.mjs replication)');
-  process.exit(2);
-}
-
-/** The page's JavaScript as built: every script index.html loads, gzipped at level 9. */
-function jsBytes(): { raw: number; gzip: number } {
-  const html = readFileSync(path.join(pageDir, 'index.html'), 'utf8');
-  let raw = 0;
-  let gzip = 0;
-  for (const m of html.matchAll(/src="([^"]+\.js)"/g)) {
-    const b = readFileSync(path.join(pageDir, m[1] as string));
-    raw += b.length;
-    gzip += gzipSync(b, { level: 9 }).length;
-  }
-  return { raw, gzip };
-}
-
-function quantile(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? Number.NaN;
-}
+ensureChromium();
+const pageDir = builtPageDir('replication');
 
 /**
  * Frame intervals (ms) seen by a rAF loop in the page over `ms`, and the main thread's long tasks
@@ -135,7 +102,7 @@ const browser = await chromium.launch({
 let failed = false;
 try {
   const base = `http://127.0.0.1:${sim.port}`;
-  const js = jsBytes();
+  const js = pageJsBytes(pageDir);
 
   // ---- time to first render: a fresh page, no cache, the app's first paint (its root is empty until then)
   const firstRenders: number[] = [];
