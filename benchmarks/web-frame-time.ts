@@ -4,7 +4,8 @@
  * process, the rate read back from the page's Message flow), the time to first render on loopback,
  * and the page's JavaScript bytes gzipped. Frame time is the interval between animation frames as
  * the page sees them (a rAF loop injected next to the page's own), plus the flow's own draw time
- * per frame (the canvas's data-draw-ms); frame time is also measured with 100 idle 3-node clusters. Targets: p95 ≤ 16.7 ms, first render ≤ 500 ms, ≤ 100 KB gz.
+ * per frame (the canvas's data-draw-ms); frame time is also measured with 100 idle 3-node clusters.
+ * Targets: p95 ≤ 16.7 ms, first render ≤ 500 ms, ≤ 100 KB gz.
  * Needs the built page (make build) and Chromium (installed on first use, as the page tests do).
  */
 import { chromium, type Page } from 'playwright-core';

@@ -194,7 +194,10 @@ export const sdkReadTimeoutMsDefault = 60_000;
 
 // ---- interop: OFREP and the LaunchDarkly relay (/ld) --------------------------------------------
 
-/** LD rules one simlab rule may expand into (semverLte/semverGte become two); past it the flag is not served over /ld. */
+/**
+ * LD rules one simlab rule may expand into (semverLte/semverGte become two); past it the flag is not
+ * served over /ld.
+ */
 export const ldRulesPerSimlabRuleMax = 64;
 /** Analytics events in one `POST /ld/bulk`; more is a 400. */
 export const ldEventsPerPostMax = 10_000;

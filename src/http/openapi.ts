@@ -225,7 +225,8 @@ function esc(s: string): string {
 
 const pageCss = `body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232a;background:#f7f8fa}
 header{background:#1d232a;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
-main{display:flex;gap:24px;padding:16px 24px}nav{flex:0 0 260px;font-size:13px;overflow-wrap:anywhere}nav a{color:#35506b}
+main{display:flex;gap:24px;padding:16px 24px}
+nav{flex:0 0 260px;font-size:13px;overflow-wrap:anywhere}nav a{color:#35506b}
 nav ul{list-style:none;padding-left:8px}article{flex:1;min-width:0}
 section{background:#fff;border:1px solid #dde2e8;border-radius:6px;margin:0 0 12px;padding:10px 14px}
 h2{margin:20px 0 8px;font-size:17px}h3{margin:0 0 4px;font-size:14px;font-weight:600}

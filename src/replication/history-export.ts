@@ -105,7 +105,10 @@ export function ednString(s: string): string {
   return `${out}"`;
 }
 
-/** One event as a Jepsen op map, fields in interop.md's order: `{:process 0, :type :invoke, :f :put, :key "k", :value "v"}`. */
+/**
+ * One event as a Jepsen op map, fields in interop.md's order:
+ * `{:process 0, :type :invoke, :f :put, :key "k", :value "v"}`.
+ */
 export function ednLine(e: JepsenEvent): string {
   const value = e.value === null ? 'nil' : ednString(e.value);
   return `{:process ${e.process}, :type :${e.type}, :f :${e.f}, :key ${ednString(e.key)}, :value ${value}}`;

@@ -31,8 +31,12 @@ export function App({ store }: { store: LabStore }): JSX.Element {
         <span class="conn">events: {store.socket.status.value}</span>
         {st && (
           <span class="conn">
-            delivery {st.delivery_mode} · strategy {st.conflict_strategy} ·{' '}
-            t={Math.round(st.time_ms)} ms · in flight {st.in_flight}
+            <span>
+              delivery {st.delivery_mode} · strategy {st.conflict_strategy} ·{' '}
+            </span>
+            <span>
+              t={Math.round(st.time_ms)} ms · in flight {st.in_flight}
+            </span>
           </span>
         )}
         {run.gaps > 0 && <span class="conn">{run.gaps} events lost on the way</span>}
