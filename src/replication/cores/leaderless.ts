@@ -343,6 +343,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
     for (let i = 0; i < this.loopback.length; i++) this.handle(this.id, this.loopback[i] as LeaderlessMessage);
     this.loopback.length = 0;
     this.checkInvariants();
+    this.coordinator.endStep();
   }
 
   /** Cheap truths after every step (TigerBeetle's invariants()); a failure is a bug in this core. */

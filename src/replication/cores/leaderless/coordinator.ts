@@ -136,6 +136,10 @@ export class Coordinator {
       if (op.kind === 'write') invariant(!writeSettled(op), () => `write ${id} settled but still in flight`);
       else invariant(!readSettled(op), () => `read ${id} settled but still in flight`);
     }
+  }
+
+  /** The step is over: forget which requests it touched (bookkeeping kept out of checkInvariants). */
+  endStep(): void {
     this.touched.length = 0;
   }
 
