@@ -522,11 +522,19 @@ t.test(
     t.match(metrics, /process_uncaught_exceptions_total 1/, 'the uncaught exception is counted');
     t.equal((await c.get('/healthz')).status, 200, 'the process is alive and healthy');
     t.equal(guarded.child.exitCode, null, 'and has not exited');
-    const logged = guarded
-      .stderr()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message?: string } });
+    // The counters can be read before the log lines have crossed the stderr pipe: wait for both.
+    const parsed = (): Array<{ level: number; msg: string; err?: { message?: string } }> =>
+      guarded
+        .stderr()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message?: string } });
+    await eventually(async () =>
+      parsed().filter((l) => /unhandled promise rejection|uncaught exception/.test(l.msg)).length >= 2
+        ? true
+        : undefined,
+    ).catch(() => undefined);
+    const logged = parsed();
     t.ok(
       logged.some(
         (l) =>
