@@ -117,7 +117,9 @@ async function workload(id: string, fault: Fault): Promise<number> {
       const client_id = `c${ci}`;
       const r = (ci + 3 * i) % 5;
       if (r < 2) {
-        count(await c.post(`${V}/clusters/${id}/write`, { key, value: `c${ci}-${i}`, client_id, target_node_id: node }));
+        count(
+          await c.post(`${V}/clusters/${id}/write`, { key, value: `c${ci}-${i}`, client_id, target_node_id: node }),
+        );
       } else if (r < 4) {
         count(await c.get(`${V}/clusters/${id}/read?key=${key}&node_id=${node}&client_id=${client_id}`));
       } else {
