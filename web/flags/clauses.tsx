@@ -4,7 +4,7 @@
  * (id, served variation, clauses ANDed). It edits a draft through callbacks; saving is the form's.
  */
 import { CLAUSE_OPS, splitList, type Clause, type ClauseOp } from './model.js';
-import { described, FieldError, type FlagPartProps } from './fields.js';
+import { described, FieldError, type FlagPartProps, KeySelect, RemoveButton, replaceAt } from './fields.js';
 
 /** Hints for the values of a clause, by operator family. */
 function valuesHint(op: ClauseOp): string {
@@ -55,25 +55,20 @@ export function ClauseRow({
         />
         not
       </label>
-      <select
+      <KeySelect
         aria-label={`${label} operator`}
         value={clause.op}
+        options={ops}
         {...described(errors, `${field}.op`)}
-        onChange={(e) => {
-          const op = e.currentTarget.value as ClauseOp;
+        onChange={(value) => {
+          const op = value as ClauseOp;
           onChange({
             ...clause,
             op,
             attribute: op === 'segmentMatch' ? '' : clause.attribute === '' ? 'key' : clause.attribute,
           });
         }}
-      >
-        {ops.map((o) => (
-          <option key={o} value={o}>
-            {o}
-          </option>
-        ))}
-      </select>
+      />
       <input
         aria-label={`${label} values`}
         placeholder={valuesHint(clause.op)}
@@ -83,9 +78,7 @@ export function ClauseRow({
         {...described(errors, `${field}.values`)}
         onChange={(e) => onChange({ ...clause, values: splitList(e.currentTarget.value) })}
       />
-      <button type="button" class="secondary" aria-label={`Remove ${label}`} onClick={onRemove}>
-        ✕
-      </button>
+      <RemoveButton label={`Remove ${label}`} onClick={onRemove} />
       <FieldError errors={errors} field={`${field}.attribute`} />
       <FieldError errors={errors} field={`${field}.op`} />
       <FieldError errors={errors} field={`${field}.values`} />
@@ -109,37 +102,22 @@ export function RulesEditor({ draft, set, errors, varKeys, segKeys }: FlagPartPr
               Rule {i + 1} id{' '}
               <input
                 value={r.id}
-                onInput={(e) =>
-                  set({ rules: draft.rules.map((x, j) => (j === i ? { ...x, id: e.currentTarget.value } : x)) })
-                }
+                onInput={(e) => set({ rules: replaceAt(draft.rules, i, { id: e.currentTarget.value }) })}
               />
             </label>
             <label>
               serves
-              <select
+              <KeySelect
                 aria-label={`Rule ${i + 1} variation`}
                 value={r.variation}
-                onChange={(e) =>
-                  set({
-                    rules: draft.rules.map((x, j) => (j === i ? { ...x, variation: e.currentTarget.value } : x)),
-                  })
-                }
-              >
-                {varKeys.map((k) => (
-                  <option key={k} value={k}>
-                    {k}
-                  </option>
-                ))}
-              </select>
+                options={varKeys}
+                onChange={(variation) => set({ rules: replaceAt(draft.rules, i, { variation }) })}
+              />
             </label>
-            <button
-              type="button"
-              class="secondary"
-              aria-label={`Remove rule ${i + 1}`}
+            <RemoveButton
+              label={`Remove rule ${i + 1}`}
               onClick={() => set({ rules: draft.rules.filter((_, j) => j !== i) })}
-            >
-              ✕
-            </button>
+            />
             <FieldError errors={errors} field={`rules[${i}]`} />
           </div>
           {r.clauses.map((c, j) => (

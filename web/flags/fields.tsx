@@ -1,8 +1,9 @@
 /**
  * The pieces every editor form shares: an API error placed beside its field (with the field's
  * aria-describedby pointing at it), the save state of a form, the panel that shows a conflicting
- * edit (a 412 on If-Match) instead of overwriting it, and the props of a flag editor's sections.
- * No fetching and no state of its own.
+ * edit (a 412 on If-Match) instead of overwriting it, the props of a flag editor's sections, and the
+ * row parts every list editor repeats (a select of keys, a remove button, replacing one item of a
+ * list). No fetching and no state of its own.
  */
 import type { Flag, Segment } from './model.js';
 import { diffJson, shortJson } from './model.js';
@@ -31,6 +32,44 @@ export const described = (
   field: string,
 ): { 'aria-describedby'?: string; 'aria-invalid'?: boolean } =>
   errors[field] !== undefined ? { 'aria-describedby': `err-${field}`, 'aria-invalid': true } : {};
+
+/** `list` with item `i` patched (the list editors' one way of changing a row). */
+export const replaceAt = <T,>(list: readonly T[], i: number, patch: Partial<T>): T[] =>
+  list.map((x, j) => (j === i ? { ...x, ...patch } : x));
+
+/** A select of keys (variations, flags, operators); `extra` props carry aria-label or aria-describedby. */
+export function KeySelect({
+  value,
+  options,
+  onChange,
+  ...extra
+}: {
+  value: string;
+  options: readonly string[];
+  onChange: (value: string) => void;
+  'aria-label'?: string;
+  'aria-describedby'?: string;
+  'aria-invalid'?: boolean;
+}) {
+  return (
+    <select value={value} {...extra} onChange={(e) => onChange(e.currentTarget.value)}>
+      {options.map((k) => (
+        <option key={k} value={k}>
+          {k}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+/** The ✕ button that removes a row; `label` is its accessible name ("Remove target 2"). */
+export function RemoveButton({ label, onClick }: { label: string; onClick: () => void }) {
+  return (
+    <button type="button" class="secondary" aria-label={label} onClick={onClick}>
+      ✕
+    </button>
+  );
+}
 
 export type SaveState =
   | { kind: 'idle' }

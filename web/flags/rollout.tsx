@@ -5,7 +5,7 @@
  * form converts them to weights when saving.
  */
 import { percentToWeight, rolloutProblem, rolloutSum, rolloutTotal, weightToPercent, type Flag } from './model.js';
-import { described, FieldError, type FlagPartProps } from './fields.js';
+import { described, FieldError, type FlagPartProps, KeySelect, RemoveButton, replaceAt } from './fields.js';
 
 export function RolloutEditor({
   draft,
@@ -25,20 +25,11 @@ export function RolloutEditor({
         <div class="row" key={i}>
           <label>
             Rollout {i + 1} variation
-            <select
+            <KeySelect
               value={e.variation}
-              onChange={(ev) =>
-                set({
-                  rollout: draft.rollout.map((x, j) => (j === i ? { ...x, variation: ev.currentTarget.value } : x)),
-                })
-              }
-            >
-              {varKeys.map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-            </select>
+              options={varKeys}
+              onChange={(variation) => set({ rollout: replaceAt(draft.rollout, i, { variation }) })}
+            />
           </label>
           <label>
             Rollout {i + 1} percent
@@ -50,17 +41,13 @@ export function RolloutEditor({
               onInput={(ev) => setPct(pct.map((p, j) => (j === i ? ev.currentTarget.value : p)))}
             />
           </label>
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Remove rollout ${i + 1}`}
+          <RemoveButton
+            label={`Remove rollout ${i + 1}`}
             onClick={() => {
               set({ rollout: draft.rollout.filter((_, j) => j !== i) });
               setPct(pct.filter((_, j) => j !== i));
             }}
-          >
-            ✕
-          </button>
+          />
           <FieldError errors={errors} field={`rollout[${i}]`} />
         </div>
       ))}

@@ -5,7 +5,7 @@
  */
 import type { FlagsStore } from './store.js';
 import { splitList, type Flag } from './model.js';
-import { described, FieldError, type FlagPartProps } from './fields.js';
+import { described, FieldError, type FlagPartProps, KeySelect, RemoveButton, replaceAt } from './fields.js';
 
 export function TargetsEditor({ draft, set, errors, varKeys }: FlagPartProps) {
   return (
@@ -15,20 +15,11 @@ export function TargetsEditor({ draft, set, errors, varKeys }: FlagPartProps) {
         <div class="row" key={i}>
           <label>
             Target {i + 1} variation
-            <select
+            <KeySelect
               value={tg.variation}
-              onChange={(e) =>
-                set({
-                  targets: draft.targets.map((x, j) => (j === i ? { ...x, variation: e.currentTarget.value } : x)),
-                })
-              }
-            >
-              {varKeys.map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-            </select>
+              options={varKeys}
+              onChange={(variation) => set({ targets: replaceAt(draft.targets, i, { variation }) })}
+            />
           </label>
           <input
             aria-label={`Target ${i + 1} context keys`}
@@ -37,21 +28,13 @@ export function TargetsEditor({ draft, set, errors, varKeys }: FlagPartProps) {
             value={tg.contextKeys.join(', ')}
             {...described(errors, `targets[${i}]`)}
             onChange={(e) =>
-              set({
-                targets: draft.targets.map((x, j) =>
-                  j === i ? { ...x, contextKeys: splitList(e.currentTarget.value) } : x,
-                ),
-              })
+              set({ targets: replaceAt(draft.targets, i, { contextKeys: splitList(e.currentTarget.value) }) })
             }
           />
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Remove target ${i + 1}`}
+          <RemoveButton
+            label={`Remove target ${i + 1}`}
             onClick={() => set({ targets: draft.targets.filter((_, j) => j !== i) })}
-          >
-            ✕
-          </button>
+          />
           <FieldError errors={errors} field={`targets[${i}]`} />
         </div>
       ))}
@@ -81,56 +64,30 @@ export function PrerequisitesEditor({
         <div class="row" key={i}>
           <label>
             Prerequisite {i + 1} flag
-            <select
+            <KeySelect
               value={p.flagKey}
+              options={[p.flagKey, ...otherFlags.map((f) => f.key).filter((k) => k !== p.flagKey)]}
               {...described(errors, `prerequisites[${i}]`)}
-              onChange={(e) =>
-                set({
-                  prerequisites: draft.prerequisites.map((x, j) =>
-                    j === i ? { ...x, flagKey: e.currentTarget.value } : x,
-                  ),
-                })
-              }
-            >
-              {[p.flagKey, ...otherFlags.map((f) => f.key).filter((k) => k !== p.flagKey)].map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-            </select>
+              onChange={(flagKey) => set({ prerequisites: replaceAt(draft.prerequisites, i, { flagKey }) })}
+            />
           </label>
           <label>
             must be
-            <select
+            <KeySelect
               value={p.variation}
-              onChange={(e) =>
-                set({
-                  prerequisites: draft.prerequisites.map((x, j) =>
-                    j === i ? { ...x, variation: e.currentTarget.value } : x,
-                  ),
-                })
-              }
-            >
-              {[
+              options={[
                 p.variation,
                 ...(store.env.value.flags.get(p.flagKey)?.variations.map((v) => v.key) ?? []).filter(
                   (k) => k !== p.variation,
                 ),
-              ].map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-            </select>
+              ]}
+              onChange={(variation) => set({ prerequisites: replaceAt(draft.prerequisites, i, { variation }) })}
+            />
           </label>
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Remove prerequisite ${i + 1}`}
+          <RemoveButton
+            label={`Remove prerequisite ${i + 1}`}
             onClick={() => set({ prerequisites: draft.prerequisites.filter((_, j) => j !== i) })}
-          >
-            ✕
-          </button>
+          />
           <FieldError errors={errors} field={`prerequisites[${i}]`} />
         </div>
       ))}

@@ -5,7 +5,7 @@
  * texts; the form converts them when saving.
  */
 import { parseVariationValue } from './model.js';
-import { described, FieldError, type FlagPartProps } from './fields.js';
+import { described, FieldError, type FlagPartProps, KeySelect, RemoveButton } from './fields.js';
 
 export function VariationsEditor({
   draft,
@@ -69,17 +69,13 @@ export function VariationsEditor({
               onInput={(e) => setTexts(texts.map((t, j) => (j === i ? e.currentTarget.value : t)))}
             />
           )}
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Remove variation ${i + 1}`}
+          <RemoveButton
+            label={`Remove variation ${i + 1}`}
             onClick={() => {
               set({ variations: draft.variations.filter((_, j) => j !== i) });
               setTexts(texts.filter((_, j) => j !== i));
             }}
-          >
-            ✕
-          </button>
+          />
           <FieldError errors={errors} field={`variations[${i}].key`} />
           <FieldError errors={errors} field={`variations[${i}].value`} />
         </div>
@@ -101,17 +97,12 @@ export function VariationsEditor({
       <div class="row">
         <label>
           Default variation
-          <select
+          <KeySelect
             value={draft.defaultVariation}
+            options={varKeys}
             {...described(errors, 'defaultVariation')}
-            onChange={(e) => set({ defaultVariation: e.currentTarget.value })}
-          >
-            {varKeys.map((k) => (
-              <option key={k} value={k}>
-                {k}
-              </option>
-            ))}
-          </select>
+            onChange={(defaultVariation) => set({ defaultVariation })}
+          />
         </label>
         <FieldError errors={errors} field="defaultVariation" />
       </div>
