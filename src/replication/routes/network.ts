@@ -14,6 +14,13 @@ function checkNodes(c: Cluster, ids: string[]): void {
   for (const id of ids) if (!c.nodes.has(id)) throw new HttpError(400, `node ${id} is not in cluster ${c.id}`);
 }
 
+/** A link's two ends from a latency or drop body: both nodes of the cluster, and two different nodes. */
+function checkLink(c: Cluster, b: { from: string; to: string }): void {
+  getNode(c, b.from);
+  getNode(c, b.to);
+  if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+}
+
 export function registerNetworkRoutes(ctx: RouteContext): void {
   const { app, getCluster, publish, metrics } = ctx;
   app.post(
@@ -53,9 +60,7 @@ export function registerNetworkRoutes(ctx: RouteContext): void {
     (req) => {
       const c = getCluster(req);
       const b = req.body as LatencyRequest;
-      getNode(c, b.from);
-      getNode(c, b.to);
-      if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+      checkLink(c, b);
       c.fabric.setLatency(b.from, b.to, b.ms);
       publish(c.id, { type: 'link_latency_set', data: { from: b.from, to: b.to, ms: b.ms } });
       return { status: 200, body: { status: 'latency set', from: b.from, to: b.to, ms: b.ms } };
@@ -67,9 +72,7 @@ export function registerNetworkRoutes(ctx: RouteContext): void {
     (req) => {
       const c = getCluster(req);
       const b = req.body as DropRequest;
-      getNode(c, b.from);
-      getNode(c, b.to);
-      if (b.from === b.to) throw new HttpError(400, 'from and to must be different nodes');
+      checkLink(c, b);
       c.fabric.setDropRate(b.from, b.to, b.rate);
       publish(c.id, { type: 'link_drop_set', data: { from: b.from, to: b.to, rate: b.rate } });
       return { status: 200, body: { status: 'drop rate set', from: b.from, to: b.to, rate: b.rate } };
