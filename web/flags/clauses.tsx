@@ -120,44 +120,15 @@ export function RulesEditor({ draft, set, errors, varKeys, segKeys }: FlagPartPr
             />
             <FieldError errors={errors} field={`rules[${i}]`} />
           </div>
-          {r.clauses.map((c, j) => (
-            <ClauseRow
-              key={j}
-              clause={c}
-              label={`Rule ${i + 1} clause ${j + 1}`}
-              field={`rules[${i}].clauses[${j}]`}
-              errors={errors}
-              segments={segKeys}
-              segmentMode={false}
-              onChange={(nc) =>
-                set({
-                  rules: draft.rules.map((x, k) =>
-                    k === i ? { ...x, clauses: x.clauses.map((y, m) => (m === j ? nc : y)) } : x,
-                  ),
-                })
-              }
-              onRemove={() =>
-                set({
-                  rules: draft.rules.map((x, k) =>
-                    k === i ? { ...x, clauses: x.clauses.filter((_, m) => m !== j) } : x,
-                  ),
-                })
-              }
-            />
-          ))}
-          <button
-            type="button"
-            class="secondary"
-            onClick={() =>
-              set({
-                rules: draft.rules.map((x, k) =>
-                  k === i ? { ...x, clauses: [...x.clauses, { attribute: 'key', op: 'in', values: [] }] } : x,
-                ),
-              })
-            }
-          >
-            Add clause to rule {i + 1}
-          </button>
+          <ClauseList
+            name={`Rule ${i + 1}`}
+            field={`rules[${i}]`}
+            clauses={r.clauses}
+            errors={errors}
+            segments={segKeys}
+            segmentMode={false}
+            onChange={(clauses) => set({ rules: replaceAt(draft.rules, i, { clauses }) })}
+          />
         </fieldset>
       ))}
       <button
@@ -179,6 +150,53 @@ export function RulesEditor({ draft, set, errors, varKeys, segKeys }: FlagPartPr
         Add rule
       </button>
       <FieldError errors={errors} field="rules" />
+    </>
+  );
+}
+
+/**
+ * A rule's clauses (a flag rule's or a segment rule's): one ClauseRow each, and the button that adds
+ * one. `name` is the rule's name in labels ("Rule 2", "Segment rule 1"); `field` its error path.
+ */
+export function ClauseList({
+  name,
+  field,
+  clauses,
+  errors,
+  segments,
+  segmentMode,
+  onChange,
+}: {
+  name: string;
+  field: string;
+  clauses: Clause[];
+  errors: Record<string, string>;
+  segments: string[];
+  segmentMode: boolean;
+  onChange: (clauses: Clause[]) => void;
+}) {
+  return (
+    <>
+      {clauses.map((c, j) => (
+        <ClauseRow
+          key={j}
+          clause={c}
+          label={`${name} clause ${j + 1}`}
+          field={`${field}.clauses[${j}]`}
+          errors={errors}
+          segments={segments}
+          segmentMode={segmentMode}
+          onChange={(nc) => onChange(clauses.map((y, m) => (m === j ? nc : y)))}
+          onRemove={() => onChange(clauses.filter((_, m) => m !== j))}
+        />
+      ))}
+      <button
+        type="button"
+        class="secondary"
+        onClick={() => onChange([...clauses, { attribute: 'key', op: 'in', values: [] }])}
+      >
+        Add clause to {name.toLowerCase()}
+      </button>
     </>
   );
 }

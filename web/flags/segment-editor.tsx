@@ -6,8 +6,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { FlagsStore } from './store.js';
 import { fieldForError, splitList, type Segment } from './model.js';
-import { ClauseRow } from './clauses.js';
-import { ConflictPanel, described, FieldError, type SaveState } from './fields.js';
+import { ClauseList } from './clauses.js';
+import { ConflictPanel, described, FieldError, replaceAt, type SaveState } from './fields.js';
 
 export function SegmentEditor({ store, segment, canEdit }: { store: FlagsStore; segment: Segment; canEdit: boolean }) {
   const [draft, setDraft] = useState<Segment>(segment);
@@ -107,44 +107,15 @@ export function SegmentEditor({ store, segment, canEdit }: { store: FlagsStore; 
         {draft.rules.map((r, i) => (
           <fieldset class="rule" key={i}>
             <legend>Segment rule {i + 1}</legend>
-            {r.clauses.map((c, j) => (
-              <ClauseRow
-                key={j}
-                clause={c}
-                label={`Segment rule ${i + 1} clause ${j + 1}`}
-                field={`rules[${i}].clauses[${j}]`}
-                errors={errors}
-                segments={[]}
-                segmentMode
-                onChange={(nc) =>
-                  set({
-                    rules: draft.rules.map((x, k) =>
-                      k === i ? { ...x, clauses: x.clauses.map((y, m) => (m === j ? nc : y)) } : x,
-                    ),
-                  })
-                }
-                onRemove={() =>
-                  set({
-                    rules: draft.rules.map((x, k) =>
-                      k === i ? { ...x, clauses: x.clauses.filter((_, m) => m !== j) } : x,
-                    ),
-                  })
-                }
-              />
-            ))}
-            <button
-              type="button"
-              class="secondary"
-              onClick={() =>
-                set({
-                  rules: draft.rules.map((x, k) =>
-                    k === i ? { ...x, clauses: [...x.clauses, { attribute: 'key', op: 'in', values: [] }] } : x,
-                  ),
-                })
-              }
-            >
-              Add clause to segment rule {i + 1}
-            </button>
+            <ClauseList
+              name={`Segment rule ${i + 1}`}
+              field={`rules[${i}]`}
+              clauses={r.clauses}
+              errors={errors}
+              segments={[]}
+              segmentMode
+              onChange={(clauses) => set({ rules: replaceAt(draft.rules, i, { clauses }) })}
+            />
             <button
               type="button"
               class="secondary"
