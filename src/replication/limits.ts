@@ -375,6 +375,35 @@ export function maxNodesFromEnv(totalMemBytes: number, env: Record<string, strin
   return Math.max(maxNodesDefaultMin, Math.floor((totalMemBytes * nodesShareOfMachineMemory) / liveNodeCostBytes));
 }
 
+// ---- the warm pool of node actors (node-handle.ts ActorPool)
+
+/**
+ * Node actors (worker threads, every strategy's core loaded) kept started ahead of need
+ * (REPLSIM_WORKER_POOL; 0 turns the pool off): as many as the largest cluster, so any cluster starts
+ * from warm actors. The pool never holds more than REPLSIM_MAX_NODES minus the live nodes: idle
+ * actors count against the same memory budget (about liveNodeCostBytes each).
+ */
+export const workerPoolActorsDefault = nodeCountMax;
+/** Largest REPLSIM_WORKER_POOL accepted; above it (or not a whole number) the default is used. */
+export const workerPoolActorsMax = 1_024;
+/** Pool actors booting at once while it refills (a boot is CPU-bound: more would only queue for the cores). */
+export const workerPoolBootsInFlightMax = 2;
+/**
+ * The pool refills only after this long without a node taken from it, ms: a cluster being created
+ * (or a run of them) gets the cores to itself, and refilling happens between requests.
+ */
+export const workerPoolRefillQuietMs = 50;
+
+/** REPLSIM_WORKER_POOL when it is an integer from 0 to workerPoolActorsMax, else the default. */
+export function workerPoolActorsFromEnv(env: Record<string, string | undefined> = process.env): number {
+  const raw = env['REPLSIM_WORKER_POOL'];
+  const n = raw === undefined || raw.trim() === '' ? NaN : Number(raw);
+  return Number.isInteger(n) && n >= 0 && n <= workerPoolActorsMax ? n : workerPoolActorsDefault;
+}
+
+invariant(workerPoolActorsDefault <= workerPoolActorsMax, 'the default pool size is accepted');
+invariant(workerPoolBootsInFlightMax >= 1 && workerPoolRefillQuietMs >= 0, 'the pool can refill');
+
 invariant(nodeCallDeadlineMs > 0 && nodeStallMsMax > nodeCallDeadlineMs, 'a stall can outlast the aggregate deadline');
 invariant(
   nodeMemoryMbMin <= nodeMemoryMbDefault && nodeMemoryMbDefault <= nodeMemoryMbMax,
@@ -515,6 +544,33 @@ export const lincheckStatesPerKeyMax = 2_000_000;
 export const kvSwarmTraceLinesMax = 50_000;
 /** Most worker threads `make sim-long` / the swarm CLI runs at once (--jobs); more is a usage error. */
 export const swarmJobsMax = 64;
+
+// ---- the distributed swarm (swarm/distributed/*: simlab-swarm submit | worker | report over BullMQ)
+
+/** Seeds one `simlab-swarm submit` enqueues (--seeds A..B spans at most this many); more is a usage error. */
+export const distributedSeedsPerSubmitMax = 10_000_000;
+/** Highest seed the distributed mode takes (seeds are bit offsets in Redis bitmaps, so no negatives). */
+export const distributedSeedMax = Number.MAX_SAFE_INTEGER;
+/** Seeds per queued job (a range) unless --range-size says otherwise: a few seconds of work each. */
+export const distributedRangeSeedsDefault = 100;
+/** Most seeds per queued job (--range-size); a range is re-run from its first undone seed when retried. */
+export const distributedRangeSeedsMax = 10_000;
+/** Failing seeds whose details (violations, replay) Redis keeps per queue; past it only the count grows. */
+export const distributedFailuresKeptMax = 10_000;
+/** A worker's lock on its range, ms (--lock-ms): a range whose worker stops renewing it for this long is retried. */
+export const distributedLockMsDefault = 30_000;
+export const distributedLockMsMin = 200;
+export const distributedLockMsMax = 600_000;
+/** How often workers look for ranges whose lock expired (a killed worker's), ms (--stalled-check-ms). */
+export const distributedStalledCheckMsDefault = 15_000;
+/** Times a range may be taken back from a dead worker before it is given up (reported as a failed range). */
+export const distributedStalledRetriesMax = 5;
+/** Times a range whose run threw (Redis unreachable mid-range, say) is tried before it is given up. */
+export const distributedRangeAttemptsMax = 3;
+/** How often `report --wait` and `worker --exit-when-idle` look at the queue, ms. */
+export const distributedPollMs = 250;
+/** Longest `report --wait SECS`, s. */
+export const distributedReportWaitSecsMax = 7 * 24 * 3600;
 
 invariant(heartbeatMsDefault < electionTimeoutMsMinDefault, 'heartbeatMsDefault < electionTimeoutMsMinDefault');
 invariant(electionTimeoutMsMinDefault <= electionTimeoutMsMaxDefault, 'electionTimeoutMsMinDefault <= ...MaxDefault');

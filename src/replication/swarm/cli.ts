@@ -13,6 +13,9 @@
  * invocation on stdout instead of the text; a window shows progress (seeds/s, ETA) on stderr when
  * it is a TTY or with `--progress`. Exit codes: 0 every seed passed, 1 a seed failed (its replay
  * command is printed), 2 a usage or internal error.
+ *
+ * `simlab-swarm submit | worker | report` is the distributed mode (BullMQ over Redis, many workers
+ * on many machines): distributed/cli.ts, loaded only for those words; `simlab-swarm submit --help`.
  */
 import { parseArgs } from 'node:util';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -40,7 +43,8 @@ function usageText(): string {
     '               (on by default when stderr is a terminal)\n' +
     '  --help       this text\n' +
     'exit codes: 0 every seed passed; 1 a seed failed (the command that replays it is printed);\n' +
-    '  2 a usage error or an internal error\n'
+    '  2 a usage error or an internal error\n' +
+    'distributed mode over Redis: simlab-swarm submit | worker | report --redis URL ... (each with --help)\n'
   );
 }
 
@@ -221,7 +225,29 @@ async function runWindow(
   return failures.sort((a, b) => a - b);
 }
 
+/** `simlab-swarm submit | worker | report ...`: the distributed mode, loaded on demand (BullMQ, ioredis). */
+function distributedMain(command: string, argv: string[]): void {
+  const io = {
+    out: (line: string): void => void process.stdout.write(`${line}\n`),
+    err: (line: string): void => void process.stderr.write(`${line}\n`),
+  };
+  import('./distributed/cli.js')
+    .then(async (m) => (m.isDistributedCommand(command) ? m.runDistributedCli(command, argv, io) : 2))
+    .then(
+      (code) => process.stdout.write('', () => process.exit(code)),
+      (err: unknown) => {
+        console.error(err);
+        process.exit(2);
+      },
+    );
+}
+
 function main(): void {
+  const command = process.argv[2];
+  if (command === 'submit' || command === 'worker' || command === 'report') {
+    distributedMain(command, process.argv.slice(3));
+    return;
+  }
   let parsed;
   try {
     parsed = parseArgs({
