@@ -22,7 +22,9 @@ installProcessSafetyNet(logger);
 const env = process.env;
 const host = env['HOST'] ?? '0.0.0.0';
 const running: Running[] = [];
-await initTracing('simlab');
+// Spans started outside any request (the simulator's fabric deliveries) belong to the simulator;
+// each service's requests use its own tracer and service.name (src/http/app.ts listen()).
+await initTracing('simlab-replsim');
 const profilerAddr = env['PROFILER_ADDR'];
 if (profilerAddr) {
   try {

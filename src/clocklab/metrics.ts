@@ -2,9 +2,10 @@
  * The clock lab's Prometheus metrics on its own prom-client Registry: the three the spec watches
  * (vc_ws_clients_connected, vc_ws_events_dropped_total, vc_event_bus_publish_drops) plus counters
  * derived from the event stream before it reaches the bus (so a bus drop never loses a count) and
- * gauges read from the simulation on scrape. No behaviour: it only observes.
+ * gauges read from the simulation on scrape, and prom-client's default process metrics. No
+ * behaviour: it only observes.
  */
-import { Counter, Gauge, Registry } from '../util/metrics.js';
+import { Counter, Gauge, Registry, collectProcessMetrics } from '../util/metrics.js';
 import type { EventData, LabEventType } from './events.js';
 
 export interface LabGauges {
@@ -41,6 +42,8 @@ export class LabMetrics {
 
   constructor(gauges: LabGauges) {
     const r = this.registry;
+    // prom-client's default process and Node.js metrics, unprefixed (as the simulator's).
+    collectProcessMetrics(r);
     this.wsClients = new Gauge({
       name: 'vc_ws_clients_connected',
       help: 'WebSocket clients connected to /ws',

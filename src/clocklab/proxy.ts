@@ -19,6 +19,7 @@ import { HttpApp, faultMetrics, type HttpResult, type UpgradeDecision, type WsCl
 import { builtPageDir, serveBuiltPage } from '../http/static.js';
 import type { Logger } from '../util/logger.js';
 import type { Registry } from '../util/metrics.js';
+import { activeTraceparent } from '../tracing/tracing.js';
 import {
   busHistoryCharsMax,
   busHistoryMax,
@@ -66,6 +67,9 @@ const forwardedRequestHeaders = [
   'if-match',
   'last-event-id',
   'user-agent',
+  // W3C trace context: the lab's span continues the caller's trace (the proxy's own span when tracing is on).
+  'traceparent',
+  'tracestate',
 ];
 /** Response headers passed back to the browser. */
 const forwardedResponseHeaders = [
@@ -104,7 +108,7 @@ interface Upstream {
 
 export async function startProxy(opts: ProxyOptions): Promise<{ port: number; close(): void }> {
   const { target, logger } = opts;
-  const app = new HttpApp({ name: 'clocklab-proxy', logger, cors: false });
+  const app = new HttpApp({ name: 'clocklab-proxy', serviceName: 'simlab-clocklab', logger, cors: false });
   if (opts.registry) faultMetrics(app, opts.registry);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const upstreams = new Map<string, Upstream>();
@@ -123,6 +127,8 @@ export async function startProxy(opts: ProxyOptions): Promise<{ port: number; cl
           if (v !== undefined) headers[h] = v;
         }
         if (req.rawBody.length > 0) headers['content-length'] = String(req.rawBody.length);
+        const traceparent = activeTraceparent();
+        if (traceparent !== undefined) headers['traceparent'] = traceparent;
         const qs = req.query.toString();
         // A request target may carry raw non-ASCII bytes; http.request refuses those (and would throw
         // inside this executor), so percent-encode them. Unencodable input is the client's error.

@@ -11,6 +11,7 @@
 import uWS from 'uWebSockets.js';
 import { Compile } from 'typebox/compile';
 import type { Logger } from '../util/logger.js';
+import type { Registry } from '../util/metrics.js';
 import { Router, type Method } from './router.js';
 import { bodyLimitBytesDefault, parseBody, readBody, type BodyHost } from './body.js';
 import { errorResult } from './errors.js';
@@ -43,7 +44,14 @@ import {
   type CorsHeaders,
 } from './types.js';
 import { WsClient, wireWebSocket, type WsBehavior } from './ws.js';
-import { startSpan, tracing } from '../tracing/tracing.js';
+import { createRequestDurations, RouteSeries, semconvMethod, type RequestDurations } from './request-metrics.js';
+import {
+  initTracing,
+  serviceTracer,
+  startServerSpan,
+  tracingRequested,
+  type ServiceTracer,
+} from '../tracing/tracing.js';
 
 // The names other modules of src/http/ (and index.ts) have always imported from here.
 export { bodyLimitBytesDefault } from './body.js';
@@ -80,6 +88,12 @@ export class HttpApp implements BodyHost, FailureSink {
   private readonly openStreams = new Set<() => void>();
   /** Requests failed inside the process, by route and kind (http_handler_errors_total). */
   private readonly handlerErrors = new Map<string, { route: string; kind: HandlerErrorKind; count: number }>();
+  /** http_server_request_duration_seconds, once measureRequests() gave the app a registry. */
+  private durations: RequestDurations | undefined;
+  /** The series of requests no route matched (http_route=""). */
+  private readonly unmatched = new RouteSeries(undefined);
+  /** This service's tracer while tracing is on (set by listen()); undefined costs one test per request. */
+  private serverTracer: ServiceTracer | undefined;
 
   constructor(private readonly opts: HttpAppOptions) {
     this.bodyLimit = opts.bodyLimitBytes ?? bodyLimitBytesDefault;
@@ -92,6 +106,20 @@ export class HttpApp implements BodyHost, FailureSink {
 
   get name(): string {
     return this.opts.name;
+  }
+
+  /** The OpenTelemetry service.name of this app's spans. */
+  get serviceName(): string {
+    return this.opts.serviceName ?? `simlab-${this.opts.name}`;
+  }
+
+  /**
+   * Records every answered request of this app in http_server_request_duration_seconds on
+   * `registry` (healthRoutes calls it with the service's registry; once per app).
+   */
+  measureRequests(registry: Registry): void {
+    if (this.durations) throw new Error(`${this.opts.name}: request durations are already measured`);
+    this.durations = createRequestDurations(registry);
   }
 
   /** The registered routes (JSON, stream and WebSocket), in registration order: what openapi.ts documents. */
@@ -121,7 +149,15 @@ export class HttpApp implements BodyHost, FailureSink {
       errors = (v) => compiled.Errors(v);
     }
     const route = `${method} ${pattern}`;
-    const entry: RouteEntry = { kind: 'json', route, handler: handler as Handler<unknown>, check, errors, opts };
+    const entry: RouteEntry = {
+      kind: 'json',
+      route,
+      handler: handler as Handler<unknown>,
+      check,
+      errors,
+      opts,
+      series: new RouteSeries(pattern),
+    };
     this.router.add(method, pattern, entry);
     const info: RouteInfo = { method, pattern, kind: 'json', docs: opts };
     if (opts.body) info.body = opts.body;
@@ -148,7 +184,15 @@ export class HttpApp implements BodyHost, FailureSink {
 
   /** A streaming (SSE) GET route. A client whose unsent bytes exceed maxBufferedBytes is disconnected. */
   stream(pattern: string, handler: StreamHandler, maxBufferedBytes = 256 * 1024, docs: RouteDocs = {}): this {
-    this.router.add('GET', pattern, { kind: 'stream', route: `GET ${pattern}`, handler, maxBufferedBytes, docs });
+    const series = new RouteSeries(pattern);
+    this.router.add('GET', pattern, {
+      kind: 'stream',
+      route: `GET ${pattern}`,
+      handler,
+      maxBufferedBytes,
+      docs,
+      series,
+    });
     this.routes.push({ method: 'GET', pattern, kind: 'stream', docs });
     return this;
   }
@@ -162,6 +206,7 @@ export class HttpApp implements BodyHost, FailureSink {
       check: undefined,
       errors: undefined,
       opts: { rawBody: true },
+      series: this.unmatched,
     };
     return this;
   }
@@ -174,6 +219,10 @@ export class HttpApp implements BodyHost, FailureSink {
   }
 
   async listen(port: number, host = '0.0.0.0'): Promise<number> {
+    // Tracing (TRACING_ENABLED=true) starts here for whichever service listens first, so every
+    // service traces however it was started; each app then takes its own service's tracer.
+    if (tracingRequested() && (await initTracing(this.serviceName)))
+      this.serverTracer = serviceTracer(this.serviceName);
     this.uws.any('/*', (res, req) => {
       try {
         this.dispatch(res, req);
@@ -223,9 +272,13 @@ export class HttpApp implements BodyHost, FailureSink {
       headerList.push(k, v);
     });
     const state = new InFlight(res, rawMethod, path, headerList);
+    state.series = this.unmatched;
+    // A SERVER span per request, only when tracing is on (otherwise this is one property test),
+    // continuing the caller's trace when the request carries a W3C traceparent.
+    if (this.serverTracer !== undefined) state.span = this.startRequestSpan(this.serverTracer, res, state, queryString);
     res.onAborted(() => {
       state.aborted = true;
-      state.span?.end();
+      endSpan(state);
     });
     const cors = corsHeaders(this.opts.cors, state.header('origin'));
 
@@ -260,21 +313,29 @@ export class HttpApp implements BodyHost, FailureSink {
       }
     }
     state.route = entry.route;
-    // A root span per request, only when tracing is on (otherwise this is one property test).
-    if (tracing.on) {
-      state.span = startSpan(`${method} ${path}`, undefined, { 'http.method': method, 'http.target': path });
+    state.series = entry.series;
+    if (state.span && entry !== this.fallbackEntry) {
+      state.span.updateName(`${method} ${entry.series.template}`);
+      state.span.setAttribute('http.route', entry.series.template);
     }
     state.params = m.params;
     if (queryString !== '') state.query = new URLSearchParams(queryString);
     const request: HttpRequest<unknown> = state;
 
     if (entry.kind === 'stream') {
-      runStream(res, state, entry, cors, {
+      const hooks = {
         openStreams: this.openStreams,
-        onResponse: this.opts.onResponse,
-        errorResult: (err, req) => this.errorResult(err, req),
-        send: (r) => this.send(res, state, r, cors, 'GET'),
-      });
+        opened: (status: number) => {
+          this.answered(state, status);
+          this.opts.onResponse?.('GET', status);
+        },
+        closed: () => endSpan(state),
+        errorResult: (err: unknown, req: HttpRequest<unknown>) => this.errorResult(err, req),
+        send: (r: HttpResult) => this.send(res, state, r, cors, 'GET'),
+      };
+      // The stream's handler runs in the request's span too (its log lines carry the trace).
+      if (state.span) state.span.run(() => runStream(res, state, entry, cors, hooks));
+      else runStream(res, state, entry, cors, hooks);
       return;
     }
     const route = entry;
@@ -304,8 +365,67 @@ export class HttpApp implements BodyHost, FailureSink {
     readBody(this, res, state, route, cors, this.bodyLimit);
   }
 
+  /**
+   * The request's SERVER span, named and attributed as OpenTelemetry's HTTP semantic conventions
+   * say (the name becomes `METHOD /route/{template}` once a route matches).
+   */
+  private startRequestSpan(st: ServiceTracer, res: uWS.HttpResponse, state: InFlight, query: string) {
+    const method = semconvMethod(state.method);
+    const attributes: Record<string, string | number | boolean> = {
+      'http.request.method': method,
+      'url.path': state.path,
+      'url.scheme': 'http',
+      'network.protocol.version': '1.1',
+    };
+    if (method !== state.method) attributes['http.request.method_original'] = state.method;
+    if (query !== '') attributes['url.query'] = query;
+    const host = state.header('host');
+    if (host !== undefined) {
+      const colon = host.lastIndexOf(':');
+      const bracket = host.lastIndexOf(']');
+      if (colon > bracket && colon > 0) {
+        attributes['server.address'] = host.slice(0, colon);
+        const port = Number(host.slice(colon + 1));
+        if (Number.isInteger(port)) attributes['server.port'] = port;
+      } else attributes['server.address'] = host;
+    }
+    const agent = state.header('user-agent');
+    if (agent !== undefined) attributes['user_agent.original'] = agent;
+    const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
+    if (peer !== '') {
+      attributes['client.address'] = peer;
+      attributes['network.peer.address'] = peer;
+    }
+    return startServerSpan(st, method === '_OTHER' ? 'HTTP' : method, state, attributes);
+  }
+
+  /** Bookkeeping of one answered request: its duration and its span's status (once per request). */
+  private answered(state: InFlight, status: number): void {
+    if (this.durations !== undefined) {
+      (state.series ?? this.unmatched).record(
+        this.durations,
+        state.method,
+        status,
+        (performance.now() - state.startMs) / 1000,
+      );
+    }
+    const span = state.span;
+    if (span) {
+      span.setAttribute('http.response.status_code', status);
+      // Server spans: only a 5xx is an error (a 4xx is the caller's).
+      if (status >= 500) span.fail(String(status));
+    }
+  }
+
   /** @internal Parses the body if the route wants it, then runs the handler and sends its answer (BodyHost). */
   runHandler(res: uWS.HttpResponse, state: InFlight, route: RouteEntry, cors: CorsHeaders): void {
+    // Inside the request's span, so the handler's spans and log lines (and the adapter's own, in
+    // the callbacks registered here) carry its trace.
+    if (state.span) state.span.run(() => this.invokeHandler(res, state, route, cors));
+    else this.invokeHandler(res, state, route, cors);
+  }
+
+  private invokeHandler(res: uWS.HttpResponse, state: InFlight, route: RouteEntry, cors: CorsHeaders): void {
     const request: HttpRequest<unknown> = state;
     if (!route.opts.rawBody && (route.check || request.rawBody.length > 0)) {
       const refused = parseBody(this, request, route);
@@ -316,7 +436,7 @@ export class HttpApp implements BodyHost, FailureSink {
     }
     let result: HttpResult | Promise<HttpResult>;
     try {
-      result = state.span ? state.span.run(() => route.handler(request)) : route.handler(request);
+      result = route.handler(request);
     } catch (err) {
       this.send(res, state, this.errorResult(err, request), cors, request.method);
       return;
@@ -377,10 +497,8 @@ export class HttpApp implements BodyHost, FailureSink {
       );
       out = unserializableAnswer;
     }
-    if (state.span) {
-      state.span.setAttribute('http.status_code', out.status);
-      state.span.end();
-    }
+    this.answered(state, out.status);
+    endSpan(state);
     try {
       this.opts.onResponse?.(method, out.status);
     } catch (err) {
@@ -402,4 +520,12 @@ export class HttpApp implements BodyHost, FailureSink {
       }
     }
   }
+}
+
+/** Ends the request's span once, whichever of answer, abort or stream close comes first. */
+function endSpan(state: InFlight): void {
+  const span = state.span;
+  if (span === undefined) return;
+  state.span = undefined;
+  span.end();
 }

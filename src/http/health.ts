@@ -4,7 +4,8 @@
  * also puts the adapter's and the process's own fault counters on that registry, so every service
  * exports them under the same names: http_handler_errors_total{service,route,kind} (requests that
  * failed inside the process: a 500, or a 503 past the handler deadline) and process_unhandled_rejections_total /
- * process_uncaught_exceptions_total (src/util/process-safety.ts).
+ * process_uncaught_exceptions_total (src/util/process-safety.ts). It also makes the app record
+ * every request in http_server_request_duration_seconds on that registry (request-metrics.ts).
  */
 import type { Registry } from 'prom-client';
 import type { HttpApp } from './app.js';
@@ -43,6 +44,7 @@ export function healthRoutes(
     { security: [], summary: 'Prometheus metrics (text exposition format)', responseType: 'text/plain' },
   );
   faultMetrics(app, registry);
+  app.measureRequests(registry);
 }
 
 /** The apps whose handler errors each registry exports (several apps may share one: a service and its proxy). */

@@ -5,6 +5,7 @@
  */
 import type uWS from 'uWebSockets.js';
 import type { SpanHandle } from '../tracing/tracing.js';
+import type { RouteSeries } from './request-metrics.js';
 import type { Method } from './router.js';
 import type { HttpRequest } from './types.js';
 
@@ -22,6 +23,10 @@ export class InFlight implements HttpRequest<unknown> {
   aborted = false;
   done = false;
   span: SpanHandle | undefined = undefined;
+  /** When the adapter got the request (performance.now(), ms): the start of its recorded duration. */
+  readonly startMs = performance.now();
+  /** The matched route's duration series (the app's unmatched series until a route matches). */
+  series: RouteSeries | undefined = undefined;
   /** The matched route (`METHOD /pattern`), '' until one is chosen. */
   route = '';
   params: Record<string, string> = noParams;

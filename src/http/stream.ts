@@ -59,7 +59,10 @@ export type StreamHandler = (req: HttpRequest<undefined>, stream: ServerStream) 
 export interface StreamAppHooks {
   /** Every open stream's "end now" function (the adapter ends them all on close()). */
   openStreams: Set<() => void>;
-  onResponse: ((method: string, status: number) => void) | undefined;
+  /** The stream sent its status line (metrics, the span's status). */
+  opened: (status: number) => void;
+  /** The stream closed, for whatever reason (its span ends). */
+  closed: () => void;
   errorResult: (err: unknown, req: HttpRequest<unknown>) => HttpResult;
   /** Answers the request with a plain result (a handler that failed before opening the stream). */
   send: (r: HttpResult) => void;
@@ -94,6 +97,7 @@ export function runStream(
     behindBytes = 0;
     app.openStreams.delete(endNow);
     for (const cb of closeCbs) cb(reason);
+    app.closed();
   };
   const endNow = (): void => {
     if (closed) return;
@@ -157,7 +161,7 @@ export function runStream(
         if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
         for (const k in headers) res.writeHeader(k, headers[k] as string);
       });
-      app.onResponse?.('GET', status);
+      app.opened(status);
     },
     write: (chunk) => {
       if (closed) return false;

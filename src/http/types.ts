@@ -5,6 +5,7 @@
  */
 import type { TSchema } from 'typebox';
 import type { Logger } from '../util/logger.js';
+import type { RouteSeries } from './request-metrics.js';
 import type { Method } from './router.js';
 import type { StreamHandler } from './stream.js';
 
@@ -91,6 +92,8 @@ export interface RouteEntry {
   check: ((v: unknown) => boolean) | undefined;
   errors: ((v: unknown) => Iterable<unknown>) | undefined;
   opts: RouteOptions;
+  /** The route's template (http_route, span names) and its request-duration series. */
+  series: RouteSeries;
 }
 
 export interface StreamEntry {
@@ -99,6 +102,7 @@ export interface StreamEntry {
   handler: StreamHandler;
   maxBufferedBytes: number;
   docs?: RouteDocs;
+  series: RouteSeries;
 }
 
 /** One registered route as the OpenAPI generator sees it (HttpApp.routeTable()). */
@@ -122,6 +126,11 @@ export interface CorsOptions {
 
 export interface HttpAppOptions {
   name: string;
+  /**
+   * The OpenTelemetry `service.name` of this app's spans (default `simlab-<name>`); apps of one
+   * service (a service and its proxy) share it.
+   */
+  serviceName?: string;
   logger: Logger;
   cors?: CorsOptions | false;
   bodyLimitBytes?: number;

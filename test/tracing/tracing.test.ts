@@ -2,69 +2,17 @@
  * Tracing end to end: a real OTLP gRPC receiver (the collector protocol, @grpc/grpc-js with the
  * OTLP protos) in this test process, the real server with TRACING_ENABLED=true, one write, and the
  * span tree it produces across the front process, the leader's worker, the fabric and each
- * follower's worker. Also: with tracing off, no OpenTelemetry module is ever loaded.
+ * follower's worker. Also: with tracing off, the OpenTelemetry SDK is never loaded and no span is
+ * recorded (only @opentelemetry/api, which prom-client's public index requires, is in memory).
  */
 import t from 'tap';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { api, eventually } from '../helpers/http.js';
 import { repoRoot, startReplSim } from '../helpers/server.js';
-
-interface RecvSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  service: string;
-}
-
-const protoDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'proto');
-
-async function startReceiver(): Promise<{ port: number; spans: RecvSpan[]; close: () => Promise<void> }> {
-  const def = protoLoader.loadSync('trace_service.proto', {
-    includeDirs: [protoDir],
-    keepCase: true,
-    longs: String,
-    bytes: Buffer,
-    defaults: true,
-    oneofs: true,
-  });
-  const pkg = grpc.loadPackageDefinition(def) as any;
-  const svc = pkg.opentelemetry.proto.collector.trace.v1.TraceService.service;
-  const spans: RecvSpan[] = [];
-  const server = new grpc.Server();
-  server.addService(svc, {
-    Export: (call: any, cb: (e: null, r: object) => void) => {
-      for (const rs of call.request.resource_spans ?? []) {
-        const service =
-          (rs.resource?.attributes ?? []).find((a: any) => a.key === 'service.name')?.value?.string_value ?? '';
-        for (const ss of rs.scope_spans ?? []) {
-          for (const s of ss.spans ?? []) {
-            spans.push({
-              traceId: Buffer.from(s.trace_id).toString('hex'),
-              spanId: Buffer.from(s.span_id).toString('hex'),
-              parentSpanId: Buffer.from(s.parent_span_id ?? []).toString('hex'),
-              name: s.name,
-              service,
-            });
-          }
-        }
-      }
-      cb(null, {});
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  return { port, spans, close: () => new Promise((r) => server.tryShutdown(() => r())) };
-}
+import { startReceiver, type RecvSpan } from './receiver.js';
 
 t.test('one write is one trace across the front process, the leader, the fabric and every follower', async (t) => {
   const recv = await startReceiver();
@@ -83,7 +31,12 @@ t.test('one write is one trace across the front process, the leader, the fabric 
   const w = await c.post(`/api/v1/clusters/${cl.id}/write`, { key: 'traced', value: 'v' });
   t.equal(w.status, 200);
   const root = await eventually(
-    () => recv.spans.find((s) => s.name === `POST /api/v1/clusters/${cl.id}/write`),
+    () =>
+      recv.spans.find(
+        (s) =>
+          s.name === 'POST /api/v1/clusters/{id}/write' &&
+          s.attributes['url.path'] === `/api/v1/clusters/${cl.id}/write`,
+      ),
     10_000,
   );
   const inTrace = () => recv.spans.filter((s) => s.traceId === root.traceId);
@@ -131,13 +84,16 @@ t.test('one write is one trace across the front process, the leader, the fabric 
   t.same(new Set(spans.map((s) => s.traceId)).size, 1, 'all of it is one trace');
 });
 
-t.test('with tracing off no OpenTelemetry module is loaded, even through a write', async (t) => {
-  // OpenTelemetry's packages are CommonJS: anything that loads them (even via import) lands in the
-  // CommonJS module cache, which the probe inspects after creating a cluster, writing to it and
-  // scraping /metrics (prom-client's own index would pull in @opentelemetry/api: src/util/metrics.ts).
-  const probe = (env: Record<string, string>) => {
-    const dist = (file: string) => JSON.stringify(path.join(repoRoot, 'dist/src', file));
-    const script = `
+t.test(
+  'with tracing off no OpenTelemetry SDK module is loaded and nothing records, even through a write',
+  async (t) => {
+    // OpenTelemetry's packages are CommonJS: anything that loads them (even via import) lands in the
+    // CommonJS module cache, which the probe inspects after creating a cluster, writing to it and
+    // scraping /metrics. prom-client's public index requires @opentelemetry/api (its exemplars), so
+    // the API is there; without a registered provider every API call is a no-op (checked below).
+    const probe = (env: Record<string, string>) => {
+      const dist = (file: string) => JSON.stringify(path.join(repoRoot, 'dist/src', file));
+      const script = `
       import { createRequire } from 'node:module';
       const { initTracing } = await import(${dist('tracing/tracing.js')});
       await initTracing('probe');
@@ -151,13 +107,26 @@ t.test('with tracing off no OpenTelemetry module is loaded, even through a write
       await (await fetch(base + '/metrics')).text();
       const cache = Object.keys(createRequire(import.meta.url).cache);
       const otel = cache.filter((k) => k.includes('@opentelemetry'));
+      const packageOf = new RegExp('@opentelemetry/[^/]+');
+      const packages = [...new Set(otel.map((k) => packageOf.exec(k)[0]))].sort();
       const sdk = otel.some((k) => k.includes('sdk-node'));
       const promClient = cache.some((k) => k.includes('prom-client'));
-      console.log(JSON.stringify({ status: w.status, cjs: cache.length, otel: otel.length, sdk, promClient }));
+      // The same module instance prom-client loaded (required from the checkout, as it was).
+      const { trace } = createRequire(${JSON.stringify(path.join(repoRoot, 'package.json'))})('@opentelemetry/api');
+      const recording = trace.getTracer('probe').startSpan('probe').isRecording();
+      const result = { status: w.status, cjs: cache.length, otel: otel.length, packages, sdk, promClient, recording };
+      console.log(JSON.stringify(result));
       process.exit(0);
     `;
-    return new Promise<{ status: number; cjs: number; otel: number; sdk: boolean; promClient: boolean }>(
-      (resolve, reject) => {
+      return new Promise<{
+        status: number;
+        cjs: number;
+        otel: number;
+        packages: string[];
+        sdk: boolean;
+        promClient: boolean;
+        recording: boolean;
+      }>((resolve, reject) => {
         // A file, not `-e`: workers inherit execArgv, and `--input-type=module` breaks their start-up.
         const file = path.join(mkdtempSync(path.join(tmpdir(), 'otel-probe-')), 'probe.mjs');
         writeFileSync(file, script);
@@ -175,15 +144,24 @@ t.test('with tracing off no OpenTelemetry module is loaded, even through a write
           if (!line) reject(new Error(`probe printed no result: ${s.slice(0, 500)}`));
           else resolve(JSON.parse(line));
         });
-      },
+      });
+    };
+    const off = await probe({});
+    t.equal(off.status, 200, 'tracing off: the write succeeded');
+    t.ok(off.cjs > 5, `the probe sees CommonJS modules (${off.cjs})`);
+    t.ok(off.promClient, 'prom-client (/metrics) is loaded');
+    t.same(
+      off.packages,
+      ['@opentelemetry/api'],
+      'tracing off: of OpenTelemetry only the API (prom-client requires it) is loaded',
     );
-  };
-  const off = await probe({});
-  t.equal(off.status, 200, 'tracing off: the write succeeded');
-  t.ok(off.cjs > 5, `the probe sees CommonJS modules (${off.cjs})`);
-  t.ok(off.promClient, 'prom-client (/metrics) is loaded');
-  t.equal(off.otel, 0, 'tracing off: no @opentelemetry module at all was loaded (not even @opentelemetry/api)');
-  t.equal(off.sdk, false, 'tracing off: @opentelemetry/sdk-node was not loaded');
-  const on = await probe({ TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
-  t.ok(on.otel > 0 && on.sdk, `control: with tracing on the same probe sees the SDK and exporter (${on.otel} modules)`);
-});
+    t.equal(off.sdk, false, 'tracing off: @opentelemetry/sdk-node was not loaded');
+    t.equal(off.recording, false, 'tracing off: no tracer provider is registered, so a span records nothing');
+    const on = await probe({ TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
+    t.ok(
+      on.otel > 0 && on.sdk,
+      `control: with tracing on the same probe sees the SDK and exporter (${on.otel} modules)`,
+    );
+    t.ok(on.packages.length > 3 && on.recording, 'control: with tracing on, spans record');
+  },
+);
