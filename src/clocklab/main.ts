@@ -5,6 +5,7 @@
 import { createLogger } from '../util/logger.js';
 import { installProcessSafetyNet } from '../util/process-safety.js';
 import { startClockLab } from './server.js';
+import { shutdownTracing } from '../tracing/tracing.js';
 
 const logger = createLogger('clocklab');
 installProcessSafetyNet(logger); // a stray rejection or throw is logged and counted, never fatal
@@ -24,7 +25,11 @@ try {
   );
   if (lab.proxyPort !== undefined) console.log(`clock lab UI http://localhost:${lab.proxyPort}  (proxy to the lab)`);
   const stop = (): void => {
-    void lab.close().then(() => process.exit(0));
+    // The spans still batched are exported before exit (a no-op when tracing is off).
+    void lab
+      .close()
+      .then(() => shutdownTracing())
+      .then(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -5,6 +5,7 @@
 import { createLogger } from '../util/logger.js';
 import { installProcessSafetyNet } from '../util/process-safety.js';
 import { startFlags } from './server.js';
+import { shutdownTracing } from '../tracing/tracing.js';
 
 const logger = createLogger('flags');
 installProcessSafetyNet(logger); // a stray rejection or throw is logged and counted, never fatal
@@ -17,12 +18,16 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'flags: shutdown failed');
-        process.exit(1);
-      },
-    );
+    // The spans still batched are exported before exit (shutdownTracing is a no-op when tracing is off).
+    server
+      .close()
+      .then(() => shutdownTracing())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'flags: shutdown failed');
+          process.exit(1);
+        },
+      );
   });
 }
