@@ -3,9 +3,10 @@
  * to the floor measured in the same run: starting the same number of bare worker_threads (eval'd,
  * loading nothing, posting 'ready') from this process, kept alive like the clusters' threads.
  * Four cases: back to back and with idle time between creations, each with the actor pool on
- * (REPLSIM_WORKER_POOL default, 6 pre-started actors) and off (REPLSIM_WORKER_POOL=0). The server
+ * (REPLSIM_WORKER_POOL default, 64 pre-started actors) and off (REPLSIM_WORKER_POOL=0). The server
  * starts, fills its pool and creates one warm-up cluster before anything is timed, so no ratio
- * divides by a start-up. Also checks that 100 clusters fit in RSS and the server keeps serving.
+ * divides by a start-up; each block starts once the server is quiet (its pool refilled). Also checks
+ * that 100 clusters fit in RSS and the server keeps serving.
  * Timed: POST /api/v1/clusters until its 201 (HTTP on loopback included); the floor: new Worker x3
  * until all three posted 'ready', measured just before and just after the clusters (bracketing drift).
  * Not timed: server start, pool warm-up, reset, the idle gaps.
@@ -21,13 +22,17 @@ const nodesPerCluster = 3;
 const clusters = Number(process.env['SCALE_CLUSTERS'] ?? 100);
 const idleMs = Number(process.env['SCALE_IDLE_MS'] ?? 250);
 const idleClusters = Number(process.env['SCALE_IDLE_CLUSTERS'] ?? 30);
-/** Time after the server starts (and after each reset) for the pool to fill before timing. */
+/** Time after the server starts (and after each reset) before timing; then it must also be quiet (below). */
 const settleMs = 1500;
+/** The server counts as quiet (its pool refilled, nothing running) below this much CPU per quietWindowMs. */
+const quietCpuMs = 8;
+const quietWindowMs = 250;
+const quietWaitMsMax = 60_000;
 const rssLimitMb = 4096;
 
 /**
  * Targets, as ratios to the floor (a cluster's creation time / starting 3 bare workers in the same
- * run). Back to back, past the pool's 6 pre-started actors every cluster starts 3 actors that load
+ * run). Back to back, past the pool's 64 pre-started actors every cluster starts 3 actors that load
  * the node's modules: the old absolute target (< 100 ms per cluster) over the floor measured on the
  * quietest runs here (26-28 ms for 3 bare workers) is ~4 floors. With idle time between creations
  * the pool has refilled, so a creation must cost less than starting 3 bare threads (< 1 floor).
@@ -106,6 +111,26 @@ async function reset(base: string): Promise<number> {
   return performance.now() - t0;
 }
 
+/** User plus system CPU of a child process, every thread, ms (/proc/PID/stat, 10 ms ticks). */
+function cpuMs(child: Child): number {
+  const f = readFileSync(`/proc/${child.proc.pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Waits until the server spends (almost) no CPU: the pool has refilled (64 actors take seconds to boot). */
+async function quiet(child: Child): Promise<void> {
+  const until = performance.now() + quietWaitMsMax;
+  let last = cpuMs(child);
+  while (performance.now() < until) {
+    await sleep(quietWindowMs);
+    const now = cpuMs(child);
+    if (now - last < quietCpuMs) return;
+    last = now;
+  }
+  throw new Error(`the server did not go quiet within ${quietWaitMsMax} ms`);
+}
+
 const rssMb = (child: Child): number => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.proc.pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
@@ -147,6 +172,7 @@ for (const pool of [true, false]) {
       await sleep(settleMs);
       const floorBefore = await floorBlock(count, gap);
       await sleep(settleMs);
+      await quiet(sim);
       const rss0 = rssMb(sim);
       const { times, ids } = await clusterBlock(base, count, gap);
       if (pool && mode === 'back to back') {
@@ -240,7 +266,7 @@ for (const c of cases) {
     measure: `cluster creation, ${c.name}`,
     subject:
       `POST /api/v1/clusters (single_leader, ${nodesPerCluster} nodes), ` +
-      `${c.clusterMs.length} clusters kept alive, REPLSIM_WORKER_POOL=${c.pool ? 'default (6)' : '0'}`,
+      `${c.clusterMs.length} clusters kept alive, REPLSIM_WORKER_POOL=${c.pool ? 'default (64)' : '0'}`,
     baseline:
       `starting ${nodesPerCluster} bare worker_threads (eval'd, load nothing, post 'ready'), ` +
       `${c.floorMs.length} batches kept alive, measured just before and just after the ` +
@@ -256,7 +282,8 @@ for (const c of cases) {
       `until all posted 'ready'); ` +
       `${c.mode === 'back to back' ? 'one after another' : `${idleMs} ms idle before each`}; ` +
       'ratio = median over creations. ' +
-      'Not timed: server start, the pool filling (1.5 s settle), one warm-up cluster, reset.',
+      'Not timed: server start, the pool filling (1.5 s settle, then until the server is quiet), one ' +
+      'warm-up cluster, reset.',
     ...(tgt ? { target: { op: tgt.op, value: tgt.value, met: met === true } } : {}),
   });
 }

@@ -12,8 +12,8 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 // loader, a cost paid by every one of hundreds of node threads at start-up (see protocol/actor.ts).
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { loadStrategy } from '../src/replication/cores/index.js';
-import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput } from '../src/replication/core.js';
+import { isImplemented, loadStrategy } from '../src/replication/cores/index.js';
+import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput, Strategy } from '../src/replication/core.js';
 import { SeededRng } from '../src/util/rng.js';
 import {
   decode,
@@ -43,14 +43,43 @@ export interface ActorInit {
   restore?: ArrayBuffer[];
 }
 
+/**
+ * How an actor starts (workerData). Every actor is told the node it is to be by one `{ init }`
+ * message, taken from the pool or not, so a pooled node and a fresh one run the same code from the
+ * same state. `preload`: a strategy whose core it loads before it is needed (the pool guesses the
+ * next node's strategy from the last one asked for; a fresh actor is told its own).
+ */
+export interface ActorBoot {
+  preload: Strategy | undefined;
+}
+
+/** Posted once an actor has loaded its modules and listens for its `{ init }`: the pool counts it warm. */
+export interface ActorBooted {
+  booted: true;
+}
+
+/** What a waiting actor is sent: its node, or (pool) another strategy's core to load meanwhile. */
+export type ActorAssign = { init: ActorInit } | { preload: Strategy };
+
 const port = parentPort;
 if (!port) throw new Error('node-actor must run in a worker thread');
-// A pooled actor boots ahead of need (modules loaded) and waits here for the node it is to be.
-const boot = workerData as { pooled: true } | ActorInit;
-const init: ActorInit =
-  'pooled' in boot
-    ? await new Promise<ActorInit>((resolve) => port.once('message', (m: { init: ActorInit }) => resolve(m.init)))
-    : boot;
+const preload = (workerData as ActorBoot).preload;
+if (preload !== undefined && isImplemented(preload)) await loadStrategy(preload);
+// The actor waits here, modules loaded, for the node it is to be (the rng is untouched until then).
+const init = await new Promise<ActorInit>((resolve) => {
+  const onAssign = (m: ActorAssign): void => {
+    if ('preload' in m) {
+      // A failed load shows when the node's own strategy is loaded after its init, not here.
+      if (isImplemented(m.preload)) loadStrategy(m.preload).catch(() => undefined);
+      return;
+    }
+    port.off('message', onAssign);
+    resolve(m.init);
+  };
+  port.on('message', onAssign);
+  const booted: ActorBooted = { booted: true };
+  port.postMessage(booted);
+});
 
 if (init.tracing) await initTracing(`simlab-node-${init.core.id}`);
 const strategy = await loadStrategy(init.core.config.strategy);

@@ -7,6 +7,7 @@
  * fails at once (comlink alone would wait forever). The worker's exit, whatever its cause, fails the
  * pending requests and is reported with a reason; it does not decide what the cluster does next.
  */
+import os from 'node:os';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
@@ -17,10 +18,17 @@ import {
   type ActorOut,
   type FromActor,
 } from '../../protocol/actor.js';
-import type { ActorApi, ActorInit } from '../../workers/node-actor.js';
-import type { ClientOp, ClientReply, ControlResult, CoreEvent, CoreOptions } from './core.js';
+import type { ActorApi, ActorAssign, ActorBoot, ActorBooted, ActorInit } from '../../workers/node-actor.js';
+import type { ClientOp, ClientReply, ControlResult, CoreEvent, CoreOptions, Strategy } from './core.js';
 import { DurableStore } from './durable-store.js';
-import { nodeMemoryMbFromEnv, workerHeapMb } from './limits.js';
+import {
+  maxNodesFromEnv,
+  nodeMemoryMbFromEnv,
+  workerHeapMb,
+  workerPoolActorsFromEnv,
+  workerPoolBootsInFlightMax,
+  workerPoolRefillQuietMs,
+} from './limits.js';
 import { activeTraceparent, tracing } from '../tracing/tracing.js';
 
 /** offline: removed or stopped on purpose; crashed: the worker exited otherwise, until a restart. */
@@ -60,11 +68,15 @@ const actorUrl = new URL('../../workers/node-actor.js', import.meta.url);
 /** The heap limit each actor was started with, so the pool never hands out one sized for another budget. */
 const heapOf = new WeakMap<Worker, number>();
 
-/** A fresh actor whose heap is sized from REPLSIM_NODE_MEMORY_MB as it is now (limits.ts workerHeapMb). */
-function spawnActor(): Worker {
+/**
+ * A new actor whose heap is sized from REPLSIM_NODE_MEMORY_MB as it is now (limits.ts workerHeapMb),
+ * loading `preload`'s core as it starts (ActorBoot).
+ */
+function spawnActor(preload: Strategy | undefined): Worker {
   const heapMb = workerHeapMb(nodeMemoryMbFromEnv());
+  const boot: ActorBoot = { preload };
   const w = new Worker(actorUrl, {
-    workerData: { pooled: true },
+    workerData: boot,
     resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: heapMb },
     stdout: false,
     stderr: false,
@@ -73,63 +85,207 @@ function spawnActor(): Worker {
   return w;
 }
 
+/** Idle, booting and taken actors of the pool (tests and benchmarks read them; nothing decides on them). */
+export interface ActorPoolStats {
+  /** The pool's size (REPLSIM_WORKER_POOL) and its room under the memory budget now. */
+  size: number;
+  target: number;
+  /** Started, modules loaded, waiting for a node. */
+  warm: number;
+  /** Started, still loading. */
+  booting: number;
+  /** Taken for a node (from the pool or started fresh when it was empty) and not exited. */
+  live: number;
+  /** Nodes served from the pool, and started fresh because it was empty (since the process started). */
+  takenWarm: number;
+  takenCold: number;
+}
+
 /**
- * Booted node actors waiting to become a node: a worker thread costs tens of milliseconds to start
- * (isolate, Node bootstrap, modules), so a few are kept ready and cluster creation takes them at
- * once; the pool refills in the background. Size REPLSIM_WORKER_POOL (default 6, 0 disables).
+ * Started node actors waiting to become a node. A worker thread costs tens of milliseconds of CPU
+ * to start (isolate, Node's bootstrap, the actor's modules); a pool actor has paid that before a
+ * cluster asks, and has loaded the core of the strategy asked for last (a strategy's modules cost
+ * about as much again, and each held core about 1 MiB, so not all four: idle actors are told to
+ * load a newly asked-for strategy while the pool is quiet). Taking one costs only its `{ init }`. Bounds:
+ * REPLSIM_WORKER_POOL actors (limits.ts workerPoolActorsFromEnv), never more than the memory budget
+ * leaves (REPLSIM_MAX_NODES minus the live nodes). It refills in the background, off the request
+ * path: only after workerPoolRefillQuietMs without a take, at most workerPoolBootsInFlightMax boots
+ * at a time. Taken actors are never given back: a node's worker ends with the node (terminated on
+ * delete, reset, remove), and the pool refills with fresh ones, so no actor ever carries one
+ * node's state into another.
  */
-class ActorPool {
+export class ActorPool {
+  /** Not yet taken, oldest first: booted ones (in `warm`) and booting ones. */
   private readonly idle: Worker[] = [];
-  private refilling = false;
+  private readonly warmSet = new WeakSet<Worker>();
+  /** The strategies each idle actor has loaded or been told to load. */
+  private readonly loaded = new WeakMap<Worker, Set<Strategy>>();
+  /** The strategy of the last node taken: what new and idle actors load ahead. */
+  private preload: Strategy | undefined;
+  private readonly taken = new WeakSet<Worker>();
+  private booting = 0;
+  private live = 0;
+  private takenWarm = 0;
+  private takenCold = 0;
+  private lastTakeMs = -Infinity;
+  private refillTimer: NodeJS.Timeout | undefined;
+  /** Set by warm(): the pool fills only in a server (a library caller spawning nodes gets fresh ones). */
+  private filling = false;
 
-  constructor(private readonly size: number) {}
+  constructor(
+    private size: number,
+    private maxNodes: number,
+  ) {}
 
-  take(): Worker {
+  /** Actors the pool fills up to now: its size, within what the memory budget leaves beside the live nodes. */
+  get target(): number {
+    return Math.max(0, Math.min(this.size, this.maxNodes - this.live));
+  }
+
+  stats(): ActorPoolStats {
+    const warm = this.idle.filter((w) => this.warmSet.has(w)).length;
+    return {
+      size: this.size,
+      target: this.target,
+      warm,
+      booting: this.idle.length - warm,
+      live: this.live,
+      takenWarm: this.takenWarm,
+      takenCold: this.takenCold,
+    };
+  }
+
+  /**
+   * An actor for a node, at once: a warm one if any, else one still booting (it takes its init as
+   * soon as it listens), else a fresh one that loads only the node's own strategy.
+   */
+  take(strategy: Strategy): Worker {
     const heapMb = workerHeapMb(nodeMemoryMbFromEnv());
-    let w = this.idle.shift();
-    while (w !== undefined && heapOf.get(w) !== heapMb) {
-      // Booted under another REPLSIM_NODE_MEMORY_MB (a test changed it): not this budget's heap.
-      void w.terminate();
-      w = this.idle.shift();
+    // Booted under another REPLSIM_NODE_MEMORY_MB (a test changed it): not this budget's heap.
+    for (const w of this.idle.filter((x) => heapOf.get(x) !== heapMb)) this.discard(w);
+    this.preload = strategy;
+    // Best first: warm with the core loaded, warm, booting with the core, booting.
+    const rank = (w: Worker): number =>
+      (this.warmSet.has(w) ? 0 : 2) + (this.loaded.get(w)?.has(strategy) === true ? 0 : 1);
+    let i = -1;
+    for (let j = 0; j < this.idle.length; j++) {
+      if (i < 0 || rank(this.idle[j] as Worker) < rank(this.idle[i] as Worker)) i = j;
+      if (rank(this.idle[i] as Worker) === 0) break;
     }
-    w ??= spawnActor();
-    this.refill();
+    let w: Worker;
+    if (i >= 0) {
+      w = this.idle.splice(i, 1)[0] as Worker;
+      if (!this.warmSet.has(w)) this.booting--;
+      this.takenWarm++;
+    } else {
+      w = spawnActor(strategy);
+      w.once('exit', () => this.onExit(w));
+      this.takenCold++;
+    }
+    this.taken.add(w);
+    this.live++;
+    this.lastTakeMs = performance.now();
+    this.scheduleRefill();
     return w;
   }
 
-  /** Starts filling the pool (called when a server starts). */
-  warm(): void {
+  /** Starts filling the pool (a server calls it when it starts); re-reads the size and the budget. */
+  warm(size: number = workerPoolActorsFromEnv(), maxNodes: number = maxNodesFromEnv(os.totalmem())): void {
+    this.size = size;
+    this.maxNodes = maxNodes;
+    this.filling = true;
+    this.trim();
     this.refill();
   }
 
-  private refill(): void {
-    if (this.refilling || this.idle.length >= this.size) return;
-    this.refilling = true;
-    setImmediate(() => {
-      this.refilling = false;
-      while (this.idle.length < this.size) {
-        const w = spawnActor();
-        w.unref();
-        w.on('error', () => {
-          // An idle actor that failed to boot: drop it; take() spawns a fresh one when needed.
-        });
-        w.once('exit', () => {
-          const i = this.idle.indexOf(w);
-          if (i >= 0) this.idle.splice(i, 1);
-        });
-        this.idle.push(w);
-      }
-    });
+  /** Ends every idle actor and stops filling until warm() again (a server closing). */
+  async drain(): Promise<void> {
+    this.filling = false;
+    if (this.refillTimer !== undefined) clearTimeout(this.refillTimer);
+    this.refillTimer = undefined;
+    const ws = this.idle.splice(0);
+    this.booting = 0;
+    await Promise.all(ws.map((w) => w.terminate()));
   }
 
-  async drain(): Promise<void> {
-    const ws = this.idle.splice(0);
-    await Promise.all(ws.map((w) => w.terminate()));
+  private discard(w: Worker): void {
+    const i = this.idle.indexOf(w);
+    if (i < 0) return;
+    this.idle.splice(i, 1);
+    if (!this.warmSet.has(w)) this.booting--;
+    void w.terminate();
+  }
+
+  /** Past the target (the budget shrank as nodes went live): the newest idle actors go. */
+  private trim(): void {
+    while (this.idle.length > this.target) this.discard(this.idle[this.idle.length - 1] as Worker);
+  }
+
+  private onExit(w: Worker): void {
+    if (this.taken.has(w)) {
+      this.live--;
+      // A node ended: the budget has room for one more pool actor.
+      this.scheduleRefill();
+      return;
+    }
+    // An idle actor that died (failed to boot, or drained): forget it.
+    const i = this.idle.indexOf(w);
+    if (i >= 0) {
+      this.idle.splice(i, 1);
+      if (!this.warmSet.has(w)) this.booting--;
+    }
+  }
+
+  private scheduleRefill(): void {
+    if (!this.filling || this.refillTimer !== undefined) return;
+    const wait = Math.max(0, this.lastTakeMs + workerPoolRefillQuietMs - performance.now());
+    this.refillTimer = setTimeout(() => {
+      this.refillTimer = undefined;
+      this.refill();
+    }, wait);
+    this.refillTimer.unref();
+  }
+
+  /** Boots actors up to the target, a few at a time; waits for quiet again if a node was taken meanwhile. */
+  private refill(): void {
+    if (!this.filling) return;
+    if (performance.now() - this.lastTakeMs < workerPoolRefillQuietMs) {
+      this.scheduleRefill();
+      return;
+    }
+    this.trim();
+    const preload = this.preload;
+    if (preload !== undefined) {
+      // Idle actors load the strategy asked for last, now that nobody waits (ActorAssign).
+      for (const w of this.idle) {
+        const set = this.loaded.get(w);
+        if (set === undefined || set.has(preload)) continue;
+        set.add(preload);
+        const hint: ActorAssign = { preload };
+        w.postMessage(hint);
+      }
+    }
+    while (this.booting < workerPoolBootsInFlightMax && this.idle.length < this.target) {
+      const w = spawnActor(preload);
+      this.loaded.set(w, new Set(preload === undefined ? [] : [preload]));
+      w.unref();
+      w.on('error', () => {
+        // An idle actor that failed to boot: its exit drops it; take() starts a fresh one if needed.
+      });
+      w.once('exit', () => this.onExit(w));
+      w.once('message', (m: ActorBooted) => {
+        if (!m.booted || this.taken.has(w) || !this.idle.includes(w)) return;
+        this.warmSet.add(w);
+        this.booting--;
+        this.refill();
+      });
+      this.idle.push(w);
+      this.booting++;
+    }
   }
 }
 
-const poolSize = Number(process.env['REPLSIM_WORKER_POOL'] ?? 6);
-export const actorPool = new ActorPool(Number.isInteger(poolSize) && poolSize >= 0 ? poolSize : 6);
+export const actorPool = new ActorPool(workerPoolActorsFromEnv(), maxNodesFromEnv(os.totalmem()));
 
 /**
  * Client requests per post to an actor: a turn's requests go in batches of at most this many.
@@ -186,14 +342,17 @@ export class NodeHandle {
     /** The node's durable storage (outlives this handle: a restart hands it to the next one). */
     readonly durable: DurableStore = new DurableStore(),
     restore?: ArrayBuffer[],
+    /** Where its actor comes from (tests give a pool of their own). */
+    pool: ActorPool = actorPool,
   ) {
     this.httpClientId = `http-${id}`;
     const { port1, port2 } = new MessageChannel();
     const init: ActorInit = { core: coreOpts, seed, control: port2, eventsEnabled: true, tracing: tracing.on };
     if (restore !== undefined) init.restore = restore;
-    this.worker = actorPool.take();
+    this.worker = pool.take(coreOpts.config.strategy);
     this.worker.ref();
-    this.worker.postMessage({ init }, restore === undefined ? [port2] : [port2, ...restore]);
+    const assign: ActorAssign = { init };
+    this.worker.postMessage(assign, restore === undefined ? [port2] : [port2, ...restore]);
     const raw = Comlink.wrap<ActorApi>(nodeEndpoint(port1));
     this.remote = {
       status: () => this.guard(() => raw.status()),
@@ -206,7 +365,7 @@ export class NodeHandle {
       persistentState: () => this.guard(() => raw.persistentState()),
       stall: (ms) => this.guard(() => raw.stall(ms)),
     };
-    this.worker.on('message', (m: FromActor) => this.onMessage(m));
+    this.worker.on('message', (m: FromActor | ActorBooted) => this.onMessage(m));
     this.worker.on('error', (err) => {
       // Reported with the exit that follows (ERR_WORKER_OUT_OF_MEMORY, an uncaught error).
       this.lastError = err;
@@ -344,7 +503,9 @@ export class NodeHandle {
     if (req) this.worker.postMessage({ req }, [req]);
   }
 
-  private onMessage(m: FromActor): void {
+  private onMessage(m: FromActor | ActorBooted): void {
+    // A pool actor taken while still booting says so once it listens: nothing for the node.
+    if ('booted' in m) return;
     const out = m.out === undefined ? undefined : decode<ActorOut<ClientReply, CoreEvent>>(new Uint8Array(m.out));
     // Durable first: storage has a step's records (the leading frame of its `net` buffer) before
     // any of its sends or replies go out. The fabric skips that frame (a reserved index).

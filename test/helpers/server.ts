@@ -56,5 +56,9 @@ export async function startService(entry: string, env: Record<string, string>, p
   };
 }
 
+/**
+ * Test servers keep a pool of 6 node actors unless a test asks otherwise: the default (64, enough
+ * for the largest cluster) would start 64 threads in every test's server on CI's 2 cores.
+ */
 export const startReplSim = (env: Record<string, string> = {}) =>
-  startService('dist/src/replication/main.js', env, 'REPLSIM_PORT');
+  startService('dist/src/replication/main.js', { REPLSIM_WORKER_POOL: '6', ...env }, 'REPLSIM_PORT');

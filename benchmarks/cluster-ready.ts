@@ -1,0 +1,205 @@
+/**
+ * Cluster ready time: POST /api/v1/clusters until its 201 (every node's actor started and answering
+ * its status call; HTTP on loopback included) for a 3-node raft cluster, a 64-node raft cluster, and
+ * 100 three-node single_leader clusters created back to back (the scale benchmark's workload), with
+ * the warm actor pool on (REPLSIM_WORKER_POOL default) against off (0), side by side in one run.
+ * It is not a throughput benchmark: nothing is written, and leader election is not waited for.
+ * Two servers run at once; before each timed creation both are left to go quiet (the pool refilled,
+ * no CPU spent), and the pool-on and pool-off measurements alternate, so drift hits both alike.
+ * Knobs: READY_ROUNDS (default 5: 3-node and 64-node creations per server), READY_BATCH (100 clusters
+ * in the back-to-back case), READY_BATCH_ROUNDS (default 1).
+ */
+import { readFileSync } from 'node:fs';
+import { startChild, table, type Child } from './lib.js';
+import { median, recordResult } from './results.js';
+
+const rounds = Number(process.env['READY_ROUNDS'] ?? 5);
+const batch = Number(process.env['READY_BATCH'] ?? 100);
+const batchRounds = Number(process.env['READY_BATCH_ROUNDS'] ?? 1);
+/** The process counts as quiet when it spent less than this much CPU over quietWindowMs. */
+const quietCpuMs = 8;
+const quietWindowMs = 250;
+const quietWaitMsMax = 30_000;
+
+/** Targets (absolute times with the pool on; the script exits 1 when one is missed). */
+const targets: Record<string, { op: '<='; value: number }> = {
+  '64-node raft cluster': { op: '<=', value: 1000 },
+  [`${batch}x3 clusters back to back, mean per cluster`]: { op: '<=', value: 40 },
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** User plus system CPU of a child process, every thread, ms (/proc/PID/stat; clock ticks of 10 ms). */
+function cpuMs(child: Child): number {
+  const f = readFileSync(`/proc/${child.proc.pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function threads(child: Child): number {
+  const m = /Threads:\s+(\d+)/.exec(readFileSync(`/proc/${child.proc.pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+
+/** Waits until the server spends (almost) no CPU: its pool has refilled and nothing else runs. */
+async function quiet(child: Child): Promise<void> {
+  const until = performance.now() + quietWaitMsMax;
+  let last = cpuMs(child);
+  while (performance.now() < until) {
+    await sleep(quietWindowMs);
+    const now = cpuMs(child);
+    if (now - last < quietCpuMs) return;
+    last = now;
+  }
+  throw new Error(`server ${child.port} did not go quiet within ${quietWaitMsMax} ms`);
+}
+
+async function post(base: string, p: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  const r = await fetch(base + p, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+/** One creation, ms from POST to 201. */
+async function create(base: string, strategy: string, nodes: number): Promise<{ ms: number; id: string }> {
+  const t0 = performance.now();
+  const r = await post(base, '/api/v1/clusters', { strategy, node_count: nodes });
+  const ms = performance.now() - t0;
+  const b = r.body as { id?: string; node_ids?: string[] };
+  if (r.status !== 201 || !b.id || b.node_ids?.length !== nodes)
+    throw new Error(`creating ${nodes} ${strategy} nodes answered ${r.status} ${JSON.stringify(r.body)}`);
+  return { ms, id: b.id };
+}
+
+async function reset(base: string): Promise<void> {
+  const r = await post(base, '/api/v1/simulation/reset', {});
+  if (r.status !== 200) throw new Error(`reset answered ${r.status}`);
+}
+
+interface Server {
+  pool: boolean;
+  child: Child;
+  base: string;
+  idleThreads: number;
+}
+
+async function startServer(pool: boolean): Promise<Server> {
+  const child = await startChild('src/replication/main.js', pool ? {} : { REPLSIM_WORKER_POOL: '0' }, 'REPLSIM_PORT');
+  const base = `http://127.0.0.1:${child.port}`;
+  await quiet(child);
+  // Warm-up (not timed): the first creation loads the cluster code paths in the front.
+  await create(base, 'raft', 3);
+  await reset(base);
+  await quiet(child);
+  return { pool, child, base, idleThreads: threads(child) };
+}
+
+const servers = [await startServer(true), await startServer(false)];
+const ms: Record<string, Record<'on' | 'off', number[]>> = {};
+/** The server's CPU (every thread) from POST to 201, ms: less noisy than wall time on a shared machine. */
+const cpu: Record<string, Record<'on' | 'off', number[]>> = {};
+const record = (name: string, pool: boolean, x: number, cpuUsed: number): void => {
+  ms[name] ??= { on: [], off: [] };
+  cpu[name] ??= { on: [], off: [] };
+  (ms[name] as Record<'on' | 'off', number[]>)[pool ? 'on' : 'off'].push(x);
+  (cpu[name] as Record<'on' | 'off', number[]>)[pool ? 'on' : 'off'].push(cpuUsed);
+};
+const batchName = `${batch}x3 clusters back to back, mean per cluster`;
+const leaks: string[] = [];
+
+try {
+  for (let r = 0; r < rounds; r++) {
+    // Alternate which server goes first.
+    const order = r % 2 === 0 ? servers : [...servers].reverse();
+    for (const [name, nodes] of [
+      ['3-node raft cluster', 3],
+      ['64-node raft cluster', 64],
+    ] as const) {
+      for (const s of order) {
+        for (const o of servers) await quiet(o.child);
+        const c0 = cpuMs(s.child);
+        const { ms: t } = await create(s.base, 'raft', nodes);
+        record(name, s.pool, t, cpuMs(s.child) - c0);
+        await reset(s.base);
+      }
+    }
+  }
+  for (let r = 0; r < batchRounds; r++) {
+    const order = r % 2 === 0 ? servers : [...servers].reverse();
+    for (const s of order) {
+      // The pool learns the workload's strategy (its idle actors load single_leader's core) first.
+      await reset(s.base);
+      await create(s.base, 'single_leader', 3);
+      await reset(s.base);
+      for (const o of servers) await quiet(o.child);
+      const c0 = cpuMs(s.child);
+      let total = 0;
+      for (let i = 0; i < batch; i++) total += (await create(s.base, 'single_leader', 3)).ms;
+      record(batchName, s.pool, total / batch, (cpuMs(s.child) - c0) / batch);
+      await reset(s.base);
+    }
+  }
+  for (const s of servers) {
+    await quiet(s.child);
+    const t = threads(s.child);
+    if (t !== s.idleThreads)
+      leaks.push(`pool ${s.pool ? 'on' : 'off'}: ${t} threads after the run, ${s.idleThreads} idle`);
+  }
+} finally {
+  for (const s of servers) await s.child.stop();
+}
+
+const rows: Array<Record<string, string | number>> = [];
+const missed: string[] = [];
+for (const [name, m] of Object.entries(ms)) {
+  const on = median(m.on);
+  const off = median(m.off);
+  const ratio = on / off;
+  const tgt = targets[name];
+  const met = tgt ? on <= tgt.value : undefined;
+  if (tgt && !met) missed.push(`${name}: ${on.toFixed(1)} ms > ${tgt.value} ms`);
+  rows.push({
+    measure: name,
+    'pool on, ms (median)': on,
+    'pool off, ms (median)': off,
+    'on / off': ratio,
+    'server CPU ms, on / off (median)':
+      `${median(cpu[name]?.on ?? []).toFixed(0)} / ` + `${median(cpu[name]?.off ?? []).toFixed(0)}`,
+    runs: m.on.length,
+    target: tgt ? `pool on <= ${tgt.value} ms ${met ? 'met' : 'MISSED'}` : '',
+  });
+  const pairs = m.on.map((x, i) => x / (m.off[i] ?? NaN));
+  recordResult({
+    benchmark: 'cluster-ready',
+    measure: `ready time, ${name}`,
+    subject: 'POST /api/v1/clusters until 201, REPLSIM_WORKER_POOL default (warm actor pool on)',
+    baseline: 'the same creation on a second server with REPLSIM_WORKER_POOL=0, same run, alternating',
+    unit: 'ms',
+    runs: m.on,
+    baselineRuns: m.off,
+    ratio,
+    ratioRuns: pairs,
+    method:
+      (name === batchName
+        ? `${batch} creations of 3-node single_leader clusters one after another, the clusters kept ` +
+          'until a reset; one run = their mean; '
+        : `one creation of a ${name}, then a reset; `) +
+      'both servers quiet (CPU idle, the pool refilled) before each timed run; ratio = pool on ÷ pool off. ' +
+      'Ready = every node answered its first status call (no leader awaited). Not timed: server start, ' +
+      'pool filling, one warm-up cluster (before the batch: one 3-node single_leader cluster, so the ' +
+      "pool's idle actors have loaded that core), resets. Server CPU from /proc (10 ms ticks): on " +
+      `${median(cpu[name]?.on ?? []).toFixed(0)} ms, off ${median(cpu[name]?.off ?? []).toFixed(0)} ms (median)` +
+      (name === batchName ? ' per cluster.' : '.'),
+    ...(tgt ? { target: { op: tgt.op, value: tgt.value, met: met === true } } : {}),
+  });
+}
+
+console.log(table(rows));
+if (leaks.length) missed.push(`threads not back to idle: ${leaks.join('; ')}`);
+if (missed.length) {
+  console.error(`\ntarget MISSED: ${missed.join('; ')}`);
+  process.exit(1);
+}
