@@ -81,7 +81,8 @@ const init = await new Promise<ActorInit>((resolve) => {
   port.postMessage(booted);
 });
 
-if (init.tracing) await initTracing(`simlab-node-${init.core.id}`);
+// Node workers are part of the simulator's service (one service.name), each its own instance.
+if (init.tracing) await initTracing('simlab-replsim', process.env, `node-${init.core.id}`);
 const strategy = await loadStrategy(init.core.config.strategy);
 const fold = strategy.fold;
 let persisted: unknown;

@@ -70,14 +70,18 @@ let serviceKey: symbol | undefined;
  * process default: the service of spans started outside any request (fabric deliveries, worker
  * threads). Each HTTP app asks for its own service's tracer with serviceTracer().
  */
-export function initTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+export function initTracing(
+  serviceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+  instanceId?: string,
+): Promise<boolean> {
   if (tracing.on) return Promise.resolve(true);
   if (!tracingRequested(env)) return Promise.resolve(false);
-  starting ??= start(serviceName, env);
+  starting ??= start(serviceName, env, instanceId);
   return starting;
 }
 
-async function start(defaultService: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+async function start(defaultService: string, env: NodeJS.ProcessEnv, instanceId?: string): Promise<boolean> {
   const api = await import('@opentelemetry/api');
   // sdk-node re-exports the SDK's parts (one dependency, versions that match each other).
   const { node, resources, tracing: sdkTrace } = await import('@opentelemetry/sdk-node');
@@ -98,7 +102,12 @@ async function start(defaultService: string, env: NodeJS.ProcessEnv): Promise<bo
   ): { provider: InstanceType<typeof node.NodeTracerProvider>; st: ServiceTracer } => {
     const provider = new node.NodeTracerProvider({
       resource: detected.merge(
-        resources.resourceFromAttributes({ 'service.name': serviceName, 'service.namespace': 'simlab' }),
+        resources.resourceFromAttributes({
+          'service.name': serviceName,
+          'service.namespace': 'simlab',
+          // A replication node's worker thread is one instance of the simulator's service.
+          ...(instanceId === undefined ? {} : { 'service.instance.id': instanceId }),
+        }),
       ),
       spanProcessors: [new sdkTrace.BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis })],
     });

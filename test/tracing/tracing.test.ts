@@ -66,7 +66,8 @@ t.test('one write is one trace across the front process, the leader, the fabric 
   const nodeWrite = one('node.write');
   t.equal(nodeWrite.length, 1, 'one node.write span');
   t.equal(parentName(nodeWrite[0]!), 'write', 'node.write (leader worker) is a child of write');
-  t.match(nodeWrite[0]!.service, /simlab-node-n1/, "node.write comes from the leader's worker");
+  t.equal(nodeWrite[0]!.service, 'simlab-replsim', "node.write belongs to the simulator's service");
+  t.equal(nodeWrite[0]!.resource['service.instance.id'], 'node-n1', "node.write comes from the leader's worker");
   t.equal(parentName(one('await_acks')[0]!), 'node.write', 'await_acks follows node.write');
   const replicate = one('node.replicate').filter((s) => parentName(s) === 'node.write');
   t.equal(replicate.length, 1, "the leader's node.replicate is a child of node.write");
@@ -80,7 +81,11 @@ t.test('one write is one trace across the front process, the leader, the fabric 
   t.equal(delivers.length, 2, 'each send is delivered');
   const applies = one('node.apply').filter((s) => delivers.some((d) => d.spanId === s.parentSpanId));
   t.equal(applies.length, 2, 'each follower applies under the delivery span');
-  t.same(applies.map((s) => s.service).sort(), ['simlab-node-n2', 'simlab-node-n3'], "in each follower's worker");
+  t.same(
+    applies.map((s) => s.resource['service.instance.id']).sort(),
+    ['node-n2', 'node-n3'],
+    "in each follower's worker",
+  );
   t.same(new Set(spans.map((s) => s.traceId)).size, 1, 'all of it is one trace');
 });
 
