@@ -11,11 +11,14 @@ $(NODE_MODULES_STAMP): package-lock.json package.json
 
 deps: $(NODE_MODULES_STAMP)
 
-# The web pages: typechecked (web/tsconfig.json), then bundled by esbuild into dist/web/<page>/.
+# The web pages: typechecked (web/tsconfig.json), then bundled by esbuild into dist/web/<page>/; the
+# replication node actor bundled into one file (dist/workers/node-actor.bundle.js: faster worker start).
 build: deps
 	npx tsc -p tsconfig.json
 	npx tsc -p web/tsconfig.json
 	node scripts/build-web.mjs
+	node scripts/build-worker.mjs
+	node scripts/build-cli.mjs
 
 run: build
 	node dist/src/main.js

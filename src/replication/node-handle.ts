@@ -20,6 +20,7 @@ import {
 } from '../../protocol/actor.js';
 import type { ActorApi, ActorAssign, ActorBoot, ActorBooted, ActorInit } from '../../workers/node-actor.js';
 import type { ClientOp, ClientReply, ControlResult, CoreEvent, CoreOptions, Strategy } from './core.js';
+import { chooseActorFile } from './actor-file.js';
 import { DurableStore } from './durable-store.js';
 import {
   maxNodesFromEnv,
@@ -63,7 +64,8 @@ export class NodeDownError extends Error {
   }
 }
 
-const actorUrl = new URL('../../workers/node-actor.js', import.meta.url);
+/** The actor's file: the one-file bundle when it is fresh (actor-file.ts), else the module. */
+const actorUrl = chooseActorFile(new URL('../../workers/node-actor.js', import.meta.url)).url;
 
 /** The heap limit each actor was started with, so the pool never hands out one sized for another budget. */
 const heapOf = new WeakMap<Worker, number>();

@@ -10,7 +10,7 @@
  * It is not an instrumentation library: the HTTP edge (src/http/app.ts) decides what a server span says.
  */
 import type * as OtelApi from '@opentelemetry/api';
-import { setLogSpanFields } from '../util/logger.js';
+import { setLogSpanFields } from '../util/log-span-fields.js';
 
 export interface SpanHandle {
   end(): void;

@@ -5,26 +5,13 @@
  * its trace can be found from each other. It does not decide what is logged.
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { traceFields } from './log-span-fields.js';
+
+export { setLogSpanFields } from './log-span-fields.js';
 
 export type { Logger };
 
 const levels = new Set(['debug', 'info', 'warn', 'error']);
-
-/** The active span's ids as log fields; set by src/tracing/tracing.ts when tracing starts. */
-let spanFields: (() => Record<string, string> | undefined) | undefined;
-
-/** Tracing registers how a log line finds the active span (util knows no service or tracer). */
-export function setLogSpanFields(read: () => Record<string, string> | undefined): void {
-  spanFields = read;
-}
-
-/**
- * pino's mixin: the active span's ids, or nothing (one test and an empty object per line when
- * tracing is off). pino merges the line's own fields into what this returns, so it is always fresh.
- */
-function traceFields(): Record<string, string> {
-  return spanFields?.() ?? {};
-}
 
 /** `destination` replaces stderr (tests read the lines; json format only). */
 export function createLogger(
