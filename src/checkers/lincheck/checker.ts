@@ -27,6 +27,13 @@ export interface CheckOptions {
    * (4 million) bounds the memo near 150 MB for keys of a few hundred operations.
    */
   readonly configurationsMax?: number | undefined;
+  /**
+   * How much of a violation to establish. `minimal` (the default): the longest linearizable
+   * prefix is confirmed (Violation.minimal), which may take further searches. `verdict`: only
+   * the verdict matters (the CLI without --explain), so the violation is the search's
+   * own frontier, not confirmed minimal (`minimal: false` unless it is exact anyway).
+   */
+  readonly violation?: 'minimal' | 'verdict' | undefined;
 }
 
 export const defaultConfigurationsMax = 4_000_000;
@@ -47,7 +54,8 @@ export interface Violation {
   readonly stateAfter: ModelState;
   /**
    * True when the prefix is confirmed the longest linearizable one. False only when the time
-   * budget ran out while confirming it (the verdict itself is certain either way).
+   * budget ran out while confirming it, or the caller asked for the verdict alone
+   * (CheckOptions.violation); the verdict itself is certain either way.
    */
   readonly minimal: boolean;
   readonly message: string;
@@ -165,6 +173,10 @@ export function checkHistory(history: History, model: Model, options: CheckOptio
     job.configurations = search.configurations;
     job.backtracks = search.backtracks;
     if (status === 'violation') {
+      if (options.violation === 'verdict') {
+        const found = search.frontier();
+        return { verdict: 'not-linearizable', violation: toViolation(job, found, found.exact), stats };
+      }
       const { frontier, minimal } = longestPrefix(
         { ...job, search },
         search.frontier(),
@@ -331,7 +343,7 @@ function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelSt
   const state = showValue(stateAfter);
   const caveat = minimal
     ? ''
-    : ' (The time budget ran out before this was confirmed to be the earliest such operation.)';
+    : ' (It was not confirmed to be the earliest such operation: the time budget ran out, or only the verdict was asked for.)';
   return (
     `${describeOp(op)} ${describeInterval(op)} cannot be linearized. ` +
     `The history up to its completion at ${end} is linearizable ` +

@@ -155,8 +155,12 @@ class Transitions {
   private keyState: Int32Array;
   private keyOp: Int32Array;
   private to: Int32Array;
+  /** Per transition, Model.canGrowInto once asked: 0 not yet, 1 no, 2 yes. */
+  private growable: Uint8Array;
   private mask: number;
   private size = 0;
+  /** Where the last step() found or put its transition. */
+  private lastSlot = 0;
 
   /** `capacity`: a power of two, the transitions held before the first growth. */
   constructor(
@@ -167,6 +171,7 @@ class Transitions {
     this.keyState = new Int32Array(capacity * 2).fill(EMPTY);
     this.keyOp = new Int32Array(capacity * 2);
     this.to = new Int32Array(capacity * 2);
+    this.growable = new Uint8Array(capacity * 2);
     this.mask = capacity * 2 - 1;
   }
 
@@ -197,7 +202,10 @@ class Transitions {
     for (;;) {
       const s = keyState[slot] as number;
       if (s === EMPTY) break;
-      if (s === state && this.keyOp[slot] === op) return this.to[slot] as number;
+      if (s === state && this.keyOp[slot] === op) {
+        this.lastSlot = slot;
+        return this.to[slot] as number;
+      }
       slot = (slot + 1) & mask;
     }
     const after = this.model.step(this.states[state] as ModelState, this.ops[op] as HistoryOp);
@@ -205,8 +213,28 @@ class Transitions {
     keyState[slot] = state;
     this.keyOp[slot] = op;
     this.to[slot] = to;
-    if (++this.size * 2 > keyState.length) this.grow();
+    this.lastSlot = slot;
+    if (++this.size * 2 > keyState.length) {
+      this.grow();
+      this.step(state, op); // finds it again, for lastSlot
+    }
     return to;
+  }
+
+  /**
+   * Model.canGrowInto for the (state, op) pair of the last step() call, memoized beside that
+   * transition (the search asks it of every pending read, in every configuration).
+   */
+  canGrowIntoLast(canGrowInto: (state: ModelState, op: HistoryOp) => boolean): boolean {
+    const slot = this.lastSlot;
+    const known = this.growable[slot] as number;
+    if (known !== 0) return known === 2;
+    const yes = canGrowInto(
+      this.states[this.keyState[slot] as number] as ModelState,
+      this.ops[this.keyOp[slot] as number] as HistoryOp,
+    );
+    this.growable[slot] = yes ? 2 : 1;
+    return yes;
   }
 
   private grow(): void {
@@ -215,6 +243,7 @@ class Transitions {
     const keyState = new Int32Array(cap).fill(EMPTY);
     const keyOp = new Int32Array(cap);
     const to = new Int32Array(cap);
+    const growable = new Uint8Array(cap);
     for (let old = 0; old < this.keyState.length; old++) {
       const s = this.keyState[old] as number;
       if (s === EMPTY) continue;
@@ -224,12 +253,65 @@ class Transitions {
       keyState[slot] = s;
       keyOp[slot] = op;
       to[slot] = this.to[old] as number;
+      growable[slot] = this.growable[old] as number;
     }
     this.keyState = keyState;
     this.keyOp = keyOp;
     this.to = to;
+    this.growable = growable;
     this.mask = mask;
   }
+}
+
+/**
+ * The events of `ops` in time order (see KeySearch): calls sorted by (invokeTime, op), returns
+ * by (completeTime, op), then merged with calls first on equal times. Histories usually list
+ * their ops in invocation order, so each side is checked for order and sorted only when needed.
+ */
+function timeOrderedEvents(ops: readonly HistoryOp[], isOk: Uint8Array): Int32Array {
+  const n = ops.length;
+  const invoke = new Float64Array(n);
+  const complete = new Float64Array(n);
+  let returns = 0;
+  for (let i = 0; i < n; i++) {
+    const op = ops[i] as HistoryOp;
+    invoke[i] = op.invokeTime;
+    if (isOk[i] === 1) {
+      complete[i] = op.completeTime as number;
+      returns++;
+    }
+  }
+  const calls = new Int32Array(n);
+  let callsSorted = true;
+  for (let i = 0; i < n; i++) {
+    calls[i] = i;
+    if (i > 0 && (invoke[i] as number) < (invoke[i - 1] as number)) callsSorted = false;
+  }
+  if (!callsSorted) calls.sort((a, b) => (invoke[a] as number) - (invoke[b] as number) || a - b);
+  const rets = new Int32Array(returns);
+  let r = 0;
+  let retsSorted = true;
+  for (let i = 0; i < n; i++) {
+    if (isOk[i] === 0) continue;
+    if (r > 0 && (complete[i] as number) < (complete[rets[r - 1] as number] as number)) retsSorted = false;
+    rets[r++] = i;
+  }
+  if (!retsSorted) rets.sort((a, b) => (complete[a] as number) - (complete[b] as number) || a - b);
+  const events = new Int32Array(n + returns);
+  let c = 0;
+  r = 0;
+  for (let k = 0; k < events.length; k++) {
+    const call = calls[c];
+    const ret = rets[r];
+    if (call !== undefined && (ret === undefined || (invoke[call] as number) <= (complete[ret] as number))) {
+      events[k] = call;
+      c++;
+    } else {
+      events[k] = n + (ret as number);
+      r++;
+    }
+  }
+  return events;
 }
 
 /** What the loop does next: enter a new configuration, try its next candidate, or undo a step. */
@@ -284,7 +366,16 @@ export class KeySearch {
   private okLeft: number;
   private phase = ENTER;
   private bestFrontier = 0;
-  private bestLinearization: number[] = [];
+  /**
+   * The farthest frontier's linearization, `bestOps[0, bestDepth)`; while `bestLive`, it is the
+   * stack's first `bestDepth` ops instead, copied over only when backtracking is about to
+   * overwrite them. `bestSynced`: how many leading entries of `bestOps` equal the stack's, so a
+   * copy takes only what changed since the last one (advancing costs nothing).
+   */
+  private readonly bestOps: Int32Array;
+  private bestDepth = 0;
+  private bestLive = false;
+  private bestSynced = 0;
   private bestState: number;
   backtracks = 0;
 
@@ -308,14 +399,7 @@ export class KeySearch {
 
     // Events: e < n is the call of op e, e >= n the return of op e - n (ok ops only). By time;
     // on equal times calls first (taken as concurrent), then by op order, for determinism.
-    const events: number[] = [];
-    for (let i = 0; i < n; i++) {
-      events.push(i);
-      if (this.isOk[i] === 1) events.push(n + i);
-    }
-    const timeOf = (e: number): number =>
-      e < n ? (ops[e] as HistoryOp).invokeTime : ((ops[e - n] as HistoryOp).completeTime as number);
-    events.sort((a, b) => timeOf(a) - timeOf(b) || (a < n ? 0 : 1) - (b < n ? 0 : 1) || a - b);
+    const events = timeOrderedEvents(ops, this.isOk);
 
     // Nodes: 0 the head, 1..E the events in time order, E+1 the tail.
     const E = events.length;
@@ -360,10 +444,17 @@ export class KeySearch {
     this.bits = new Uint32Array((n + 31) >>> 5);
     this.codes = zobristCodes(n);
     // Small keys (the simulator checks many) start with small tables; big ones grow as needed.
-    const capacity = Math.min(512, 1 << Math.ceil(Math.log2(Math.max(8, n))));
+    // A linearizable key memoizes about one configuration per op, so start near that.
+    // A linearizable key memoizes about one configuration per op, so start near that (within
+    // about 4 MB of bitsets; the tables grow past it as needed).
+    const capacity = Math.max(
+      8,
+      Math.min(1 << Math.ceil(Math.log2(Math.max(8, n))), 2 ** Math.floor(Math.log2((1 << 20) / this.bits.length))),
+    );
     this.cache = new ConfigCache(this.bits.length, capacity);
     this.transitions = new Transitions(model, ops, capacity);
     this.stackOp = new Int32Array(n);
+    this.bestOps = new Int32Array(n);
     this.stackState = new Int32Array(n);
     this.stackForced = new Uint8Array(n);
     this.candStart = new Int32Array(n + 1);
@@ -410,10 +501,20 @@ export class KeySearch {
     invariant(this.status === 'violation' && culprit >= 0 && culprit < this.n, 'no violation to explain');
     return {
       culprit,
-      linearization: this.bestLinearization,
+      linearization: Array.from(this.bestLinearization()),
       state: this.transitions.states[this.bestState] as ModelState,
       exact,
     };
+  }
+
+  /** The farthest frontier's linearization, copied out of the stack first if it is still there. */
+  private bestLinearization(): Int32Array {
+    if (this.bestLive) {
+      this.bestOps.set(this.stackOp.subarray(this.bestSynced, this.bestDepth), this.bestSynced);
+      this.bestSynced = this.bestDepth;
+      this.bestLive = false;
+    }
+    return this.bestOps.subarray(0, this.bestDepth);
   }
 
   /** Runs up to `quota` loop steps (about one configuration each); returns the status reached. */
@@ -472,6 +573,7 @@ export class KeySearch {
         return false;
       }
       zhash = h;
+      if (depth < this.bestSynced) this.bestSynced = depth;
       stackOp[depth] = op;
       stackState[depth] = state;
       stackForced[depth] = forced;
@@ -509,7 +611,8 @@ export class KeySearch {
         // farthest frontier, it bounds the longest linearizable prefix of the history.
         if (node > this.bestFrontier) {
           this.bestFrontier = node;
-          this.bestLinearization = Array.from(stackOp.subarray(0, depth));
+          this.bestDepth = depth;
+          this.bestLive = true;
           this.bestState = state;
         }
         candStart[depth] = start;
@@ -536,10 +639,7 @@ export class KeySearch {
               while (firstReset < resets.length && isLinearized(resets[firstReset] as number)) firstReset++;
               resetCall = firstReset < resets.length ? (callNode[resets[firstReset] as number] as number) : 0x7fffffff;
             }
-            if (
-              resetCall > (returnNode[op] as number) &&
-              !canGrowInto(transitions.states[state] as ModelState, ops[op] as HistoryOp)
-            ) {
+            if (resetCall > (returnNode[op] as number) && !transitions.canGrowIntoLast(canGrowInto)) {
               dead = true;
               break;
             }
@@ -596,6 +696,8 @@ export class KeySearch {
         break;
       }
       this.backtracks++;
+      // The step undone is part of the farthest linearization: keep a copy before it goes.
+      if (this.bestLive && depth <= this.bestDepth) this.bestLinearization();
       depth--;
       const op = stackOp[depth] as number;
       state = stackState[depth] as number;
