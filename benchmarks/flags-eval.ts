@@ -8,6 +8,9 @@
  * simple boolean flag, (b) 10 rules, targets, a prerequisite and a segment. Both sides must give
  * the same value and reason kind for every context first. Rounds alternate the order of the four
  * timings; the median and range over rounds are recorded. It does not time HTTP (flags-http does).
+ * Also: evaluate-all on a 500-flag prerequisite chain (each flag needs the next), through the
+ * prerequisite memo (evaluateAll) against flag-by-flag evaluation without it (what evaluate-all
+ * did before issue 20: quadratic), and the memo's cost at 1,000 flags against 500 (2 when linear).
  * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per timing, default 0.5]
  *   [rounds, default 5]
  */
@@ -20,7 +23,7 @@ import {
   type LDEvaluationDetail,
 } from '@launchdarkly/node-server-sdk';
 import { median, recordResult } from './results.js';
-import { compileFlag, evaluate, type EvalStore } from '../src/flags/eval/evaluate.js';
+import { compileFlag, evaluate, evaluateAll, EvalMemo, type EvalStore } from '../src/flags/eval/evaluate.js';
 import type { Clause, ClauseOp, EvalContext, FlagDefinition, SegmentDefinition } from '../src/flags/model/types.js';
 
 const secondsPerCase = Number(process.argv[2] ?? 0.5);
@@ -268,6 +271,104 @@ async function timeAsync(run: (i: number) => Promise<unknown>): Promise<number> 
 
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
 
+// ---- evaluate-all on a prerequisite chain
+
+/** f0 → f1 → … → f(n-1), each needing the next one's variation `on`; listed root first. */
+function prerequisiteChain(n: number): { flags: FlagDefinition[]; store: EvalStore } {
+  const chain = Array.from(
+    { length: n },
+    (_, i): FlagDefinition => ({
+      ...simple,
+      key: `chain-${i}`,
+      name: `chain-${i}`,
+      prerequisites: i + 1 < n ? [{ flagKey: `chain-${i + 1}`, variation: 'on' }] : [],
+    }),
+  );
+  const byKey = new Map(chain.map((f) => [f.key, f]));
+  return { flags: chain, store: { flag: (k) => byKey.get(k), segment: () => undefined } };
+}
+
+/** Calls of `run` per second over about `secondsPerCase` (at least 3 calls). */
+function timeCalls(run: () => unknown): number {
+  const start = process.hrtime.bigint();
+  const deadline = start + BigInt(Math.round(secondsPerCase * 1e9));
+  let n = 0;
+  for (;;) {
+    if (run() !== undefined) sink++;
+    n++;
+    const now = process.hrtime.bigint();
+    if (now >= deadline && n >= 3) return n / (Number(now - start) / 1e9);
+  }
+}
+
+function chainBenchmark(): void {
+  const context = contexts[0] as EvalContext;
+  const c500 = prerequisiteChain(500);
+  const c1000 = prerequisiteChain(1000);
+  for (const f of [...c500.flags, ...c1000.flags]) compileFlag(f);
+  const memo = new EvalMemo();
+  const all = evaluateAll(c500.flags, context, c500.store, undefined, undefined, memo);
+  for (const f of c500.flags) {
+    if (evaluate(f, context, c500.store) !== all[f.key])
+      throw new Error(`chain: evaluateAll and evaluate disagree on ${f.key}`);
+  }
+  const timings = {
+    memo500: () => timeCalls(() => evaluateAll(c500.flags, context, c500.store)),
+    flagByFlag500: () =>
+      timeCalls(() => {
+        const out: Record<string, unknown> = {};
+        for (const f of c500.flags) out[f.key] = evaluate(f, context, c500.store);
+        return out;
+      }),
+    memo1000: () => timeCalls(() => evaluateAll(c1000.flags, context, c1000.store)),
+  };
+  type Key = keyof typeof timings;
+  const runs: Record<Key, number[]> = { memo500: [], flagByFlag500: [], memo1000: [] };
+  const order: Key[] = ['memo500', 'flagByFlag500', 'memo1000'];
+  for (let round = 0; round < rounds; round++) {
+    for (const k of round % 2 === 0 ? order : [...order].reverse()) runs[k].push(timings[k]());
+  }
+  const speedups = runs.memo500.map((x, i) => x / (runs.flagByFlag500[i] as number));
+  const growth = runs.memo500.map((x, i) => x / (runs.memo1000[i] as number));
+  const ms = (xs: number[]) => (1000 / median(xs)).toFixed(3);
+  console.log('\nevaluate-all on a prerequisite chain (each flag needs the next):');
+  console.log(
+    `  500 flags   memo ${ms(runs.memo500)} ms (${memo.evaluations} evaluations)   flag by flag ` +
+      `${ms(runs.flagByFlag500)} ms (${(500 * 501) / 2} evaluations)   speed-up ${median(speedups).toFixed(1)}x`,
+  );
+  console.log(
+    `  1000 flags  memo ${ms(runs.memo1000)} ms: ${median(growth).toFixed(2)}x the 500-flag time (2 = linear)`,
+  );
+  const method =
+    `One context, a chain of flags each with one prerequisite on the next (listed root first), ${rounds} ` +
+    `rounds of ${secondsPerCase} s per timing in alternating order, flags compiled beforehand`;
+  recordResult({
+    benchmark: 'flags-eval',
+    measure: 'evaluate-all on a 500-flag prerequisite chain',
+    subject: 'evaluateAll with the prerequisite memo (each flag evaluated once)',
+    baseline: 'flag-by-flag evaluate() without a memo (evaluate-all before issue 20: quadratic)',
+    unit: 'evaluate-all/s',
+    runs: runs.memo500,
+    baselineRuns: runs.flagByFlag500,
+    ratio: median(speedups),
+    ratioRuns: speedups,
+    method: `${method}; ratio = memo ÷ flag by flag (> 1: the memo is faster).`,
+  });
+  recordResult({
+    benchmark: 'flags-eval',
+    measure: 'evaluate-all on a prerequisite chain: 1,000 flags against 500',
+    subject: 'evaluateAll, 1,000-flag chain',
+    baseline: 'evaluateAll, 500-flag chain',
+    unit: 'evaluate-all/s',
+    runs: runs.memo1000,
+    baselineRuns: runs.memo500,
+    ratio: median(growth),
+    ratioRuns: growth,
+    method: `${method}; ratio = time at 1,000 ÷ time at 500 (2 when linear, 4 when quadratic).`,
+    target: { op: '<=', value: 3, met: median(growth) <= 3 },
+  });
+}
+
 async function main(): Promise<void> {
   const td = new integrations.TestData();
   for (const f of [simple, gate, complex]) await td.usePreconfiguredFlag(ldFlag(f));
@@ -380,6 +481,7 @@ async function main(): Promise<void> {
           'sides look the flag up by key per call; ratio = simlab ÷ LaunchDarkly (> 1: simlab faster).',
       });
     }
+    chainBenchmark();
     console.log(
       `\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct ` +
         `contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`,

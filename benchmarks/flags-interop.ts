@@ -9,18 +9,16 @@
  * fed by /sdk/v1/stream, same flags and contexts, alternating in-process slices.
  * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-interop.js  (BENCH_SECONDS, default 5; BENCH_REPS, 3)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { init } from '@launchdarkly/node-server-sdk';
 import { FlagsClient } from '../src/flags/sdk/client.js';
-import { runWrk, startChild, table, wrkAvailable, type WrkResult } from './lib.js';
+import { runWrk, table, wrkAvailable, type WrkResult } from './lib.js';
 import { median, recordResult } from './results.js';
+import { benchContext, benchFlagsCount, cpuSeconds, startFlagsService } from './flags-lib.js';
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
 const reps = Math.max(1, Math.floor(Number(process.env['BENCH_REPS'] ?? 3)));
 const connections = 64;
-const flagsCount = 20;
+const flagsCount = benchFlagsCount;
 const target = 0.9;
 
 interface Load {
@@ -41,46 +39,6 @@ function lua(load: Load): string {
 
 function measure(load: Load, secs: number): WrkResult {
   return runWrk(load.url, { connections, seconds: secs, lua: lua(load) });
-}
-
-async function call(base: string, method: string, p: string, token: string | undefined, body?: unknown) {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (token) headers['authorization'] = `Bearer ${token}`;
-  const r = await fetch(base + p, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${text}`);
-  return text ? (JSON.parse(text) as unknown) : undefined;
-}
-
-/** The flags of benchmarks/flags-http.ts: targets, a segment rule, a two-clause rule, a rollout. */
-function flagBody(i: number): unknown {
-  return {
-    key: `f${i}`,
-    type: 'string',
-    enabled: true,
-    variations: [
-      { key: 'a', value: 'alpha' },
-      { key: 'b', value: 'beta' },
-      { key: 'c', value: 'gamma' },
-    ],
-    defaultVariation: 'a',
-    targets: [{ contextKeys: ['vip-1', 'vip-2'], variation: 'c' }],
-    rules: [
-      { id: 'beta-users', clauses: [{ attribute: '', op: 'segmentMatch', values: ['bench'] }], variation: 'b' },
-      {
-        id: 'nl',
-        clauses: [
-          { attribute: 'country', op: 'in', values: ['NL', 'BE'] },
-          { attribute: 'version', op: 'semverGte', values: ['2.1'] },
-        ],
-        variation: 'c',
-      },
-    ],
-    rollout: [
-      { variation: 'a', weight: 50000 },
-      { variation: 'b', weight: 50000 },
-    ],
-  };
 }
 
 interface Pair {
@@ -105,6 +63,8 @@ async function alternate(subject: () => Promise<number>, baseline: () => Promise
 }
 
 const rows: Array<Record<string, string | number>> = [];
+/** Server CPU per request of each HTTP pair (baseline ÷ subject: the ratio req/s tends to when server-bound). */
+const cpuRows: Array<Record<string, string | number>> = [];
 let failed = false;
 
 function report(name: string, baselineName: string, unit: string, p: Pair, method: string, targeted = true): void {
@@ -143,30 +103,11 @@ if (!wrkAvailable()) {
   console.error('flags-interop needs wrk');
   process.exit(2);
 }
-const dir = mkdtempSync(path.join(tmpdir(), 'flags-interop-bench-'));
-const service = await startChild(
-  'src/flags/main.js',
-  {
-    FLAGS_DB: path.join(dir, 'flags.db'),
-    FLAGS_ADMIN_EMAIL: 'bench@example.com',
-    FLAGS_ADMIN_PASSWORD: 'bench-password',
-    FLAGS_JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123',
-    FLAGS_LOGIN_ATTEMPTS_PER_MINUTE: '1000',
-  },
-  'FLAGS_PORT',
-);
+// The service and its 20 flags: the same set-up as flags-http (benchmarks/flags-lib.ts).
+const service = await startFlagsService();
 try {
-  const url = `http://127.0.0.1:${service.port}`;
-  const { accessToken: token } = (await call(url, 'POST', '/auth/login', undefined, {
-    email: 'bench@example.com',
-    password: 'bench-password',
-  })) as { accessToken: string };
-  const E = '/api/v1/projects/bench/environments/prod';
-  await call(url, 'POST', '/api/v1/projects/bench/segments', token, { key: 'bench', included: ['u-1'] });
-  for (let i = 0; i < flagsCount; i++) await call(url, 'POST', `${E}/flags`, token, flagBody(i));
-  const envs = (await call(url, 'GET', '/api/v1/projects/bench/environments', token)) as Array<{ sdkKey: string }>;
-  const sdkKey = envs[0]?.sdkKey ?? '';
-  const context = { key: 'user-42', country: 'NL', version: '2.3.0' };
+  const { url, sdkKey } = service;
+  const context = benchContext;
   const ofrepContext = { targetingKey: 'user-42', country: 'NL', version: '2.3.0' };
 
   const httpPairs: Array<[string, Load, string, Load]> = [
@@ -200,13 +141,28 @@ try {
     measure(load, 1);
     measure(base, 1);
     let errors = 0;
+    const cpuUs = new Map<Load, number[]>([
+      [load, []],
+      [base, []],
+    ]);
     const run = (l: Load) => async () => {
+      const before = cpuSeconds(service.child.proc.pid);
       const r = measure(l, seconds);
+      cpuUs.get(l)?.push(((cpuSeconds(service.child.proc.pid) - before) * 1e6) / (r.rps * seconds));
       errors += r.errors;
       return r.rps;
     };
     const p = await alternate(run(load), run(base));
     p.errors = errors;
+    const subjectCpu = cpuUs.get(load) ?? [];
+    const baseCpu = cpuUs.get(base) ?? [];
+    const cpuRatios = baseCpu.map((x, i) => x / (subjectCpu[i] as number));
+    cpuRows.push({
+      subject: name,
+      'subject CPU µs/req': Number(median(subjectCpu).toFixed(2)),
+      'baseline CPU µs/req': Number(median(baseCpu).toFixed(2)),
+      'CPU ratio': Number(median(cpuRatios).toFixed(3)),
+    });
     if (evaluateOneRps.length === 0) evaluateOneRps = p.baseline;
     report(
       name,
@@ -303,8 +259,9 @@ try {
   }
 } finally {
   await service.stop();
-  rmSync(dir, { recursive: true, force: true });
 }
 console.log(`flags interop, ${connections} connections (wrk), ${seconds}-s slices, ${reps} reps:\n`);
 console.log(table(rows));
+console.log('\nServer CPU per request (same runs; /proc user + system time ÷ requests answered):\n');
+console.log(table(cpuRows));
 if (failed) process.exitCode = 1;

@@ -189,7 +189,7 @@ export async function startFlags(opts: StartFlagsOptions = {}): Promise<FlagsSer
       name: 'flags',
       logger,
       cors: { origins: '*' },
-      onResponse: (method, status) => metrics.httpRequests.inc({ method, status: String(status) }),
+      onResponse: metrics.countResponse,
     });
     app = theApp;
     healthRoutes(theApp, metrics.registry, () => ({

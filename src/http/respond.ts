@@ -112,7 +112,8 @@ export function writeAnswer(
   close: boolean,
 ): void {
   res.cork(() => {
-    res.writeStatus(statusLine(out.status));
+    // uWS writes `200 OK` itself when no status was written: one native call less per answer.
+    if (out.status !== 200) res.writeStatus(statusLine(out.status));
     if (cors) for (const k in cors) res.writeHeader(k, cors[k] as string);
     const headers = out.headers;
     for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i] as string, headers[i + 1] as string);

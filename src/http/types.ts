@@ -17,6 +17,8 @@ export interface HttpRequest<B = unknown> {
   query: URLSearchParams;
   /** Lower-cased header names. */
   headers: Record<string, string>;
+  /** One header by lower-case name without building `headers` (the adapter's requests have it). */
+  header?(name: string): string | undefined;
   body: B;
   /** The raw body bytes (empty when none was sent). */
   rawBody: Buffer;

@@ -3,15 +3,20 @@
  * and `POST /sdk/v1/evaluate` (SDK key): `{context, flagKeys?}` → `{flags: {key: {value, variation,
  * reason}}}`, evaluated against the in-memory replica with the pure evaluator. Warnings (a clause
  * naming a deleted segment) are counted and logged, at most once a minute per flag and segment.
+ * The hot path (issue 20's profile) stays synchronous when the SDK key and the environment are
+ * already known, accepts well-formed bodies in one pass (the schema path only words a refusal), and
+ * writes the answer from per-outcome JSON fragments; the bytes are those JSON.stringify would give.
  */
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
-import { HttpError, jsonShapeProblem } from '../../http/index.js';
-import { evaluate, type EvalResult, type EvalWarning } from '../eval/evaluate.js';
+import { HttpError, jsonShapeProblem, type HttpRequest, type HttpResult } from '../../http/index.js';
+import { EvalMemo, evaluate, type EvalOptions, type EvalResult, type EvalWarning } from '../eval/evaluate.js';
 import { schemaErrorsToFieldErrors } from '../model/decode.js';
-import type { EvalContext } from '../model/types.js';
+import type { EvalContext, Flag } from '../model/types.js';
 import type { EnvState } from '../stream/replica.js';
+import type { EnvironmentInfo } from '../store/types.js';
 import type { FlagsContext } from './context.js';
+import { authorizationOf, requireSdkKey, sdkKeyOf, type SdkKeys } from './guard.js';
 import {
   attributeCharsMax,
   contextArrayItemsMax,
@@ -82,8 +87,74 @@ function checkEvaluateLimits(req: EvaluateRequest): void {
   }
 }
 
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A context value the schema and limits accept: a scalar (strings bounded) or an array of them. */
+function isContextValue(v: unknown): boolean {
+  switch (typeof v) {
+    case 'string':
+      return v.length <= contextValueCharsMax;
+    case 'number':
+    case 'boolean':
+      return true;
+    case 'object':
+      if (v === null) return true;
+      if (!Array.isArray(v) || v.length > contextArrayItemsMax) return false;
+      for (const el of v as unknown[]) {
+        if (el === null || typeof el === 'number' || typeof el === 'boolean') continue;
+        if (typeof el !== 'string' || el.length > contextValueCharsMax) return false;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The context half of isWellFormedEvaluateBody (OFREP's bodies carry only a context). */
+export function isWellFormedContext(context: unknown): context is EvalContext {
+  if (!isPlainObject(context)) return false;
+  let attributes = 0;
+  for (const name in context) {
+    if (++attributes > contextAttributesMax || name.length > attributeCharsMax) return false;
+    const v = context[name];
+    if ((name === 'key' || name === 'kind') && typeof v !== 'string') return false;
+    if (!isContextValue(v)) return false;
+  }
+  return true;
+}
+
+/**
+ * One pass over a parsed body: true only when the schema, the depth rule and every limit accept
+ * it (so it may skip them); false sends the body down the full path, which words the refusal.
+ */
+export function isWellFormedEvaluateBody(body: unknown): body is EvaluateRequest {
+  if (!isPlainObject(body)) return false;
+  let context: unknown;
+  let flagKeys: unknown;
+  for (const k in body) {
+    if (k === 'context') context = body[k];
+    else if (k === 'flagKeys') flagKeys = body[k];
+    else return false;
+  }
+  if (!isWellFormedContext(context)) return false;
+  if (flagKeys === undefined) return true;
+  if (!Array.isArray(flagKeys) || flagKeys.length > evaluateFlagKeysMax) return false;
+  for (const key of flagKeys as unknown[]) if (typeof key !== 'string' || key.length > keyCharsMax) return false;
+  return true;
+}
+
 /** Untrusted body → request, or a 400 naming the field or the limit. */
 export function decodeEvaluateBody(body: unknown): EvaluateRequest {
+  return isWellFormedEvaluateBody(body) ? body : decodeEvaluateBodyByRules(body);
+}
+
+/**
+ * The full path of decodeEvaluateBody: depth, schema, then limits, each refusal a 400 worded for
+ * the user. Exported for the test that holds the one-pass check to it.
+ */
+export function decodeEvaluateBodyByRules(body: unknown): EvaluateRequest {
   if (body === undefined)
     throw new HttpError(400, 'context: is required (body: {"context": {"key": "..."}, "flagKeys"?: [...]})');
   if (jsonDepth(body, evaluateBodyDepthMax) > evaluateBodyDepthMax) {
@@ -114,24 +185,154 @@ const notFound: FlagNotFound = Object.freeze({
   reason: Object.freeze({ kind: 'ERROR' as const, errorKind: 'FLAG_NOT_FOUND' as const }),
 });
 
+/** Calls `next` with `v` now when it is a value, or once it resolves (the hot path stays synchronous). */
+export function whenReady<T, U>(v: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return v instanceof Promise ? v.then(next) : next(v);
+}
+
+/**
+ * The environment of an SDK request's key: at once when the key is already known (the hot path),
+ * else through the store (a 401 for a missing or unknown key).
+ */
+export function sdkEnvironment(keys: SdkKeys, req: HttpRequest<unknown>): EnvironmentInfo | Promise<EnvironmentInfo> {
+  const key = sdkKeyOf(authorizationOf(req));
+  return (key !== undefined ? keys.cached(key) : undefined) ?? requireSdkKey(keys, req);
+}
+
+/** JSON of each shared outcome (results are frozen, one per flag version), made once. */
+const outcomeJson = new WeakMap<EvaluationAnswer, string>();
+function answerJson(r: EvaluationAnswer): string {
+  let s = outcomeJson.get(r);
+  if (s === undefined) {
+    s = JSON.stringify(r);
+    outcomeJson.set(r, s);
+  }
+  return s;
+}
+
+const jsonContentType = Object.freeze({ 'content-type': 'application/json' });
+
+/** A key that may be an array index, which JSON.stringify writes before every other key. */
+function startsWithDigit(key: string): boolean {
+  const c = key.charCodeAt(0);
+  return c >= 48 && c <= 57;
+}
+
+/** JSON of each flag's key, made once per flag version (the flag objects are never mutated). */
+const keyJsonOf = new WeakMap<Flag, string>();
+function keyJson(flag: Flag): string {
+  let s = keyJsonOf.get(flag);
+  if (s === undefined) {
+    s = JSON.stringify(flag.key);
+    keyJsonOf.set(flag, s);
+  }
+  return s;
+}
+
 export class Evaluator {
   private readonly lastWarned = new Map<string, number>();
+  /** Evaluation options per environment (its warning sink), made once, not per request. */
+  private readonly optionsOf = new WeakMap<EnvState, EvalOptions>();
 
   constructor(private readonly ctx: FlagsContext) {}
 
-  run(env: EnvState, req: EvaluateRequest): { flags: Record<string, EvaluationAnswer> } {
+  /**
+   * One flag (or the FLAG_NOT_FOUND answer), counted by reason; `memo` shares prerequisites across
+   * calls for one context (undefined: a memo of its own when the flag has prerequisites).
+   */
+  one(env: EnvState, context: EvalContext, key: string, memo: EvalMemo | undefined): EvaluationAnswer {
+    return this.outcome(env, context, env.flags.get(key), memo);
+  }
+
+  /** One flag's answer, counted; without a shared memo, a flag with prerequisites gets its own. */
+  private outcome(env: EnvState, context: EvalContext, flag: Flag | undefined, memo: EvalMemo | undefined) {
+    // A named flag that does not exist answers an ERROR result rather than failing the batch.
+    const r: EvaluationAnswer = flag
+      ? evaluate(
+          flag,
+          context,
+          env,
+          this.options(env),
+          memo ?? (flag.prerequisites.length > 0 ? new EvalMemo() : undefined),
+        )
+      : notFound;
     const byReason = this.ctx.metrics.evalCounts.byReason;
+    byReason.set(r.reason.kind, (byReason.get(r.reason.kind) ?? 0) + 1);
+    return r;
+  }
+
+  /**
+   * Every requested flag (all of the environment's without flagKeys), keyed by flag key in the
+   * order JSON.stringify writes them. Prerequisites are evaluated once per request (EvalMemo).
+   */
+  run(env: EnvState, req: EvaluateRequest): { flags: Record<string, EvaluationAnswer> } {
     const flags: Record<string, EvaluationAnswer> = {};
-    const onWarning = (w: EvalWarning): void => this.warn(env, w);
-    const keys = req.flagKeys ?? [...env.flags.keys()];
-    for (const key of keys) {
-      const flag = env.flags.get(key);
-      // A named flag that does not exist answers an ERROR result rather than failing the batch.
-      const r: EvaluationAnswer = flag ? evaluate(flag, req.context, env, { onWarning }) : notFound;
-      flags[key] = r;
-      byReason.set(r.reason.kind, (byReason.get(r.reason.kind) ?? 0) + 1);
-    }
+    const memo = new EvalMemo();
+    if (req.flagKeys === undefined)
+      for (const key of env.flags.keys()) flags[key] = this.one(env, req.context, key, memo);
+    else for (const key of req.flagKeys) flags[key] = this.one(env, req.context, key, memo);
     return { flags };
+  }
+
+  /**
+   * `run` as the 200 answer, its body written from per-outcome JSON fragments: exactly the bytes
+   * JSON.stringify(run(...)) gives. Written straight from the flags when their order is
+   * insertion order (every flag, no key starting with a digit; or one requested key); otherwise
+   * through run's object, whose Object.keys order is JSON.stringify's (integer-like keys first,
+   * a repeated key once, `__proto__` not an own key).
+   */
+  answer(env: EnvState, req: EvaluateRequest): HttpResult {
+    return { status: 200, raw: this.answerBody(env, req), headers: jsonContentType };
+  }
+
+  private answerBody(env: EnvState, req: EvaluateRequest): string {
+    let out = '{"flags":{';
+    let first = true;
+    this.eachAnswer(env, req, (key, r, flag) => {
+      out += `${first ? '' : ','}${flag ? keyJson(flag) : JSON.stringify(key)}:${answerJson(r)}`;
+      first = false;
+    });
+    return `${out}}}`;
+  }
+
+  /**
+   * Calls `visit` with each requested flag's key, answer and flag (undefined for an unknown key) in
+   * the order JSON.stringify writes run()'s object, without building it when that order is the
+   * flags' own (every flag and no key starting with a digit, or one requested key). Otherwise
+   * through run()'s object, whose Object.keys order is JSON.stringify's (integer-like keys first,
+   * a repeated key once, `__proto__` not an own key).
+   */
+  eachAnswer(
+    env: EnvState,
+    req: EvaluateRequest,
+    visit: (key: string, r: EvaluationAnswer, flag: Flag | undefined) => void,
+  ): void {
+    const keys = req.flagKeys;
+    if (keys === undefined) {
+      let direct = true;
+      for (const key of env.flags.keys()) if (startsWithDigit(key)) direct = false;
+      if (direct) {
+        const memo = new EvalMemo();
+        for (const flag of env.flags.values()) visit(flag.key, this.outcome(env, req.context, flag, memo), flag);
+        return;
+      }
+    } else if (keys.length === 1 && keys[0] !== '__proto__') {
+      const key = keys[0] as string;
+      const flag = env.flags.get(key);
+      visit(key, this.outcome(env, req.context, flag, undefined), flag);
+      return;
+    }
+    const flags = this.run(env, req).flags;
+    for (const key of Object.keys(flags)) visit(key, flags[key] as EvaluationAnswer, env.flags.get(key));
+  }
+
+  private options(env: EnvState): EvalOptions {
+    let opts = this.optionsOf.get(env);
+    if (opts === undefined) {
+      opts = { onWarning: (w: EvalWarning): void => this.warn(env, w) };
+      this.optionsOf.set(env, opts);
+    }
+    return opts;
   }
 
   /** Spec "Evaluation facts" 4: a deleted segment in a clause does not match, and a warning is logged. */

@@ -66,9 +66,13 @@ export function authenticated(auth: AuthService, need?: Role, opts: RouteOptions
  */
 export const sdkKeyPresent: RouteOptions = {
   security: ['sdkKey'],
-  before: (req) =>
-    req.headers['authorization']?.trim() ? undefined : { status: 401, body: { error: 'missing token' } },
+  before: (req) => (authorizationOf(req)?.trim() ? undefined : { status: 401, body: { error: 'missing token' } }),
 };
+
+/** The Authorization header, read without building the request's header object when it can be. */
+export function authorizationOf(req: HttpRequest<unknown>): string | undefined {
+  return req.header ? req.header('authorization') : req.headers['authorization'];
+}
 
 /**
  * A POST or PUT body must be a JSON object: an empty body, `null`, an array or a scalar is a 400
@@ -98,6 +102,11 @@ export class SdkKeys {
     private readonly entriesMax = sdkKeysCachedMax,
   ) {}
 
+  /** The environment of a key already looked up, or undefined (then `lookup` asks the store). */
+  cached(key: string): EnvironmentInfo | undefined {
+    return this.known.get(key);
+  }
+
   async lookup(key: string): Promise<EnvironmentInfo | undefined> {
     const hit = this.known.get(key);
     if (hit) return hit;
@@ -110,11 +119,18 @@ export class SdkKeys {
   }
 }
 
+/** The SDK key in an Authorization value (raw or `Bearer <key>`); undefined when there is none. */
+export function sdkKeyOf(authorization: string | undefined): string | undefined {
+  const raw = authorization?.trim();
+  if (!raw) return undefined;
+  // The pattern only when the value starts with b or B (a raw key mostly does not).
+  return (raw.charCodeAt(0) | 32) === 98 && /^Bearer\s+/i.test(raw) ? raw.replace(/^Bearer\s+/i, '') : raw;
+}
+
 /** SDK routes: the environment's SDK key as the Authorization value, raw or as `Bearer <key>`. */
 export async function requireSdkKey(keys: SdkKeys, req: HttpRequest<unknown>): Promise<EnvironmentInfo> {
-  const raw = req.headers['authorization']?.trim();
-  if (!raw) throw new HttpError(401, 'missing token');
-  const key = /^Bearer\s+/i.test(raw) ? raw.replace(/^Bearer\s+/i, '') : raw;
+  const key = sdkKeyOf(authorizationOf(req));
+  if (key === undefined) throw new HttpError(401, 'missing token');
   const env = await keys.lookup(key);
   if (!env) throw new HttpError(401, 'invalid token');
   return env;

@@ -17,7 +17,13 @@ export interface EvalCounts {
 export interface FlagsMetrics {
   registry: Registry;
   evalCounts: EvalCounts;
+  /** flags_http_requests_total, filled from `countResponse`'s counts at scrape time. */
   httpRequests: Counter<'method' | 'status'>;
+  /**
+   * Counts one answered request by method and status (the HttpApp's onResponse). Plain maps: a
+   * labelled prom-client inc() hashes its labels on every call, about 0.4 µs of an evaluation's 11.
+   */
+  countResponse(method: string, status: number): void;
   logins: Counter<'outcome'>;
 }
 
@@ -157,11 +163,31 @@ export function createMetrics(parts: {
       this.set(replica.loadedEnvironments);
     },
   });
+  // method → status → [responses counted, responses already in the registry].
+  const responses = new Map<string, Map<number, [number, number]>>();
+  const countResponse = (method: string, status: number): void => {
+    let byStatus = responses.get(method);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      responses.set(method, byStatus);
+    }
+    const n = byStatus.get(status);
+    if (n === undefined) byStatus.set(status, [1, 0]);
+    else n[0]++;
+  };
   const httpRequests = new Counter({
     name: 'flags_http_requests_total',
     help: 'HTTP responses by method and status',
     labelNames: ['method', 'status'] as const,
     registers: [registry],
+    collect() {
+      for (const [method, byStatus] of responses) {
+        for (const [status, n] of byStatus) {
+          if (n[0] > n[1]) this.inc({ method, status: String(status) }, n[0] - n[1]);
+          n[1] = n[0];
+        }
+      }
+    },
   });
   const logins = new Counter({
     name: 'flags_logins_total',
@@ -169,5 +195,5 @@ export function createMetrics(parts: {
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
-  return { registry, evalCounts, httpRequests, logins };
+  return { registry, evalCounts, httpRequests, countResponse, logins };
 }

@@ -17,8 +17,16 @@ import { schemaErrorsToFieldErrors } from '../model/decode.js';
 import type { EvalContext } from '../model/types.js';
 import { keyCharsMax } from '../limits.js';
 import type { FlagsContext } from './context.js';
-import { decodeEvaluateBody, Evaluator, parseEvaluateBody, type EvaluationAnswer } from './evaluation.js';
-import { requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
+import {
+  decodeEvaluateBody,
+  Evaluator,
+  isWellFormedContext,
+  parseEvaluateBody,
+  sdkEnvironment,
+  whenReady,
+  type EvaluationAnswer,
+} from './evaluation.js';
+import { SdkKeys, sdkKeyPresent } from './guard.js';
 
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 /** OFREP's request body: `{context?: {targetingKey?, ...attributes}}` (attributes: scalars or arrays of them). */
@@ -34,6 +42,8 @@ export const OfrepEvaluateBody = Type.Object(
   { additionalProperties: true },
 );
 const ofrepBody = Compile(OfrepEvaluateBody);
+
+const jsonContentType = Object.freeze({ 'content-type': 'application/json' });
 
 type OfrepErrorCode = 'PARSE_ERROR' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
 
@@ -113,7 +123,8 @@ export function decodeOfrepBody(
     typeof v === 'object' && v !== null && !Array.isArray(v);
   const outer = isObject(parsed) ? parsed['context'] : undefined;
   const given = isObject(outer) ? outer : outer === undefined ? {} : undefined;
-  if (!isObject(parsed) || given === undefined || !['string', 'undefined'].includes(typeof given['targetingKey'])) {
+  const targetingKeyType = given === undefined ? 'undefined' : typeof given['targetingKey'];
+  if (!isObject(parsed) || given === undefined || (targetingKeyType !== 'string' && targetingKeyType !== 'undefined')) {
     const first = ofrepBody.Check(parsed) ? undefined : schemaErrorsToFieldErrors(ofrepBody.Errors(parsed))[0];
     return {
       ok: false,
@@ -125,6 +136,7 @@ export function decodeOfrepBody(
   const context: Record<string, unknown> = attributes;
   if (typeof targetingKey === 'string') context['key'] = targetingKey;
   else if ('key' in context) delete context['key'];
+  if (isWellFormedContext(context)) return { ok: true, context };
   try {
     return { ok: true, context: decodeEvaluateBody({ context }).context };
   } catch (err) {
@@ -141,23 +153,24 @@ export function registerOfrepRoutes(app: HttpApp, ctx: FlagsContext): void {
   const evaluator = new Evaluator(ctx);
   const keys = new SdkKeys(ctx.store);
 
-  // The key is checked before the body is read (a wrong key is a 401 whatever the body).
+  // The key is checked before the body is read (a wrong key is a 401 whatever the body). Like
+  // /sdk/v1/evaluate, synchronous when the key and the environment are already known.
   app.post(
     '/ofrep/v1/evaluate/flags/:key',
-    async (req): Promise<HttpResult> => {
-      const env = await requireSdkKey(keys, req);
-      const key = req.params['key'] ?? '';
-      if (key.length > keyCharsMax)
-        throw new HttpError(400, `key: must be at most ${keyCharsMax} characters (the limit)`);
-      const body = decodeOfrepBody(req.rawBody);
-      if (!body.ok) return { status: 400, body: failure(key, body.code, body.message) };
-      const state = await ctx.replica.environment(env.projectKey, env.key);
-      const r = evaluator.run(state, { context: body.context, flagKeys: [key] }).flags[key] as EvaluationAnswer;
-      const a = answer(key, r);
-      return typeof a.body === 'string'
-        ? { status: a.status, raw: a.body, headers: { 'content-type': 'application/json' } }
-        : { status: a.status, body: a.body };
-    },
+    (req) =>
+      whenReady(sdkEnvironment(keys, req), (env): HttpResult | Promise<HttpResult> => {
+        const key = req.params['key'] ?? '';
+        if (key.length > keyCharsMax)
+          throw new HttpError(400, `key: must be at most ${keyCharsMax} characters (the limit)`);
+        const body = decodeOfrepBody(req.rawBody);
+        if (!body.ok) return { status: 400, body: failure(key, body.code, body.message) };
+        return whenReady(ctx.replica.environment(env.projectKey, env.key), (state): HttpResult => {
+          const a = answer(key, evaluator.one(state, body.context, key, undefined));
+          return typeof a.body === 'string'
+            ? { status: a.status, raw: a.body, headers: jsonContentType }
+            : { status: a.status, body: a.body };
+        });
+      }),
     {
       ...sdkKeyPresent,
       rawBody: true,
@@ -170,25 +183,24 @@ export function registerOfrepRoutes(app: HttpApp, ctx: FlagsContext): void {
 
   app.post(
     '/ofrep/v1/evaluate/flags',
-    async (req): Promise<HttpResult> => {
-      const env = await requireSdkKey(keys, req);
-      const state = await ctx.replica.environment(env.projectKey, env.key);
-      // Same environment state and same request bytes → same answer: checked before evaluating.
-      const etag = bulkEtag(env.projectKey, env.key, state.pos, req.rawBody);
-      if (req.headers['if-none-match'] === etag) return { status: 304, headers: { etag } };
-      const body = decodeOfrepBody(req.rawBody);
-      if (!body.ok) return { status: 400, body: failure(undefined, body.code, body.message) };
-      const all = evaluator.run(state, { context: body.context }).flags;
-      const parts = Object.entries(all).map(([key, r]) => {
-        const b = answer(key, r).body;
-        return typeof b === 'string' ? b : JSON.stringify(b);
-      });
-      return {
-        status: 200,
-        raw: `{"flags":[${parts.join(',')}]}`,
-        headers: { 'content-type': 'application/json', etag },
-      };
-    },
+    (req) =>
+      whenReady(sdkEnvironment(keys, req), (env) =>
+        whenReady(ctx.replica.environment(env.projectKey, env.key), (state): HttpResult => {
+          // Same environment state and same request bytes → same answer: checked before evaluating.
+          const etag = bulkEtag(env.projectKey, env.key, state.pos, req.rawBody);
+          if (req.headers['if-none-match'] === etag) return { status: 304, headers: { etag } };
+          const body = decodeOfrepBody(req.rawBody);
+          if (!body.ok) return { status: 400, body: failure(undefined, body.code, body.message) };
+          let out = '{"flags":[';
+          let first = true;
+          evaluator.eachAnswer(state, { context: body.context }, (key, r) => {
+            const b = answer(key, r).body;
+            out += `${first ? '' : ','}${typeof b === 'string' ? b : JSON.stringify(b)}`;
+            first = false;
+          });
+          return { status: 200, raw: `${out}]}`, headers: { 'content-type': 'application/json', etag } };
+        }),
+      ),
     {
       ...sdkKeyPresent,
       rawBody: true,

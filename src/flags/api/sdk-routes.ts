@@ -9,7 +9,7 @@
  */
 import { HttpError, type HttpApp } from '../../http/index.js';
 import type { FlagsContext } from './context.js';
-import { decodeEvaluateBody, Evaluator, parseEvaluateBody } from './evaluation.js';
+import { decodeEvaluateBody, Evaluator, parseEvaluateBody, sdkEnvironment, whenReady } from './evaluation.js';
 import { requireRole, requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
 import { sseClientBufferBytesDefault } from '../limits.js';
 import { EvaluateBodySchema } from '../model/schemas.js';
@@ -84,15 +84,15 @@ export function registerSdkRoutes(
   );
 
   // The body is read raw and parsed only once the key is known good (a wrong key is a 401 whatever
-  // the body); a request with no key at all is refused before the body is read.
+  // the body); a request with no key at all is refused before the body is read. With a known key
+  // and a loaded environment the whole request is answered synchronously (no promise per step).
   app.post(
     '/sdk/v1/evaluate',
-    async (req) => {
-      const env = await requireSdkKey(keys, req);
-      const body = decodeEvaluateBody(parseEvaluateBody(req.rawBody));
-      const state = await ctx.replica.environment(env.projectKey, env.key);
-      return { status: 200, body: evaluator.run(state, body) };
-    },
+    (req) =>
+      whenReady(sdkEnvironment(keys, req), (env) => {
+        const body = decodeEvaluateBody(parseEvaluateBody(req.rawBody));
+        return whenReady(ctx.replica.environment(env.projectKey, env.key), (state) => evaluator.answer(state, body));
+      }),
     {
       ...sdkKeyPresent,
       rawBody: true,

@@ -4,6 +4,8 @@
  * Flags and segments are compiled once (target sets, clause tests, rollout thresholds, frozen
  * results) and cached by object identity, so the hot path allocates next to nothing. No I/O, no
  * clock, no logging: a missing segment is reported through `opts.onWarning`, never thrown.
+ * Evaluating many flags for one context shares an EvalMemo, so each prerequisite is evaluated once
+ * (evaluate-all is linear in flags plus prerequisite edges, not quadratic on chains).
  */
 import {
   CLAUSE_OPS,
@@ -388,12 +390,68 @@ function rolloutResult(f: CompiledFlag, context: EvalContext): EvalResult {
 
 const PREREQUISITE_CYCLE_RESULT = freezeResult(null, null, { kind: 'ERROR', errorKind: 'PREREQUISITE_CYCLE' });
 
+/**
+ * The flags already evaluated for one context against one store state, shared by the flags of one
+ * evaluate-all: a flag listed as a prerequisite by many flags (or on a long chain) is evaluated
+ * once, so the work is linear in flags plus prerequisite edges. Valid for one context and one
+ * unchanged store only; make a new one per request.
+ *
+ * Exactness: a memoised result is a flag's result evaluated on its own, which is what any
+ * evaluation of it yields unless a prerequisite cycle is met (the result of a flag on a loop
+ * depends on where the loop was entered). Cycles are refused at write time; when one is met
+ * anyway, the memo is abandoned (`cycle`) and that flag and every later one are evaluated alone,
+ * exactly as without a memo.
+ */
+export class EvalMemo {
+  /**
+   * Compiled flag → its result for this context (only results computed without meeting a cycle).
+   * Made on first use, like `active`: most requests evaluate no flag with prerequisites.
+   */
+  results: Map<CompiledFlag, EvalResult> | undefined;
+  /** Keys of the flags being evaluated on the current prerequisite path (the cycle check, O(1)). */
+  active: Set<string> | undefined;
+  /** A prerequisite cycle was met: the memo is no longer used. */
+  cycle = false;
+  /** Flag evaluations run through the memo (memo hits excluded): what tests and benchmarks count. */
+  evaluations = 0;
+  /** Warnings of the flag being evaluated, held until it is known that no cycle voids its evaluation. */
+  held: EvalWarning[] | undefined;
+  private holdingOpts: EvalOptions | undefined;
+
+  /** Options that hold warnings in `held` instead of reporting them. */
+  holding(): EvalOptions {
+    this.holdingOpts ??= { onWarning: (w) => (this.held ??= []).push(w) };
+    return this.holdingOpts;
+  }
+}
+
+/** One flag through the memo: a hit, or an evaluation recorded unless a cycle was met in it. */
+function evaluateMemoised(
+  f: CompiledFlag,
+  context: EvalContext,
+  store: EvalStore,
+  opts: EvalOptions | undefined,
+  memo: EvalMemo,
+): EvalResult {
+  const results = (memo.results ??= new Map());
+  const hit = results.get(f);
+  if (hit !== undefined) return hit;
+  const active = (memo.active ??= new Set());
+  memo.evaluations++;
+  active.add(f.key);
+  const r = evaluateCompiled(f, context, store, opts, undefined, memo);
+  active.delete(f.key);
+  if (!memo.cycle) results.set(f, r);
+  return r;
+}
+
 function evaluateCompiled(
   f: CompiledFlag,
   context: EvalContext,
   store: EvalStore,
   opts: EvalOptions | undefined,
   chain: string[] | undefined,
+  memo: EvalMemo | undefined,
 ): EvalResult {
   if (f.malformed !== undefined) opts?.onWarning?.({ code: 'MALFORMED_FLAG', flagKey: f.key, message: f.malformed });
   // 1. enabled: false → defaultVariation, OFF.
@@ -406,6 +464,18 @@ function evaluateCompiled(
   for (const p of f.prerequisites) {
     const pre = store.flag(p.flagKey);
     if (pre === undefined || !pre.enabled) return p.failed;
+    if (memo !== undefined) {
+      // Through the memo: `active` holds this flag and those above it. A loop voids the memo (the
+      // caller evaluates again without it, which reports the loop); the value returned is unused.
+      if (memo.active?.has(p.flagKey) === true) {
+        memo.cycle = true;
+        return PREREQUISITE_CYCLE_RESULT;
+      }
+      const r = evaluateMemoised(compileFlag(pre), context, store, opts, memo);
+      if (memo.cycle) return r;
+      if (r.variation !== p.variation) return p.failed;
+      continue;
+    }
     if (p.flagKey === f.key || (chain !== undefined && chain.includes(p.flagKey))) {
       // A loop that skipped the write-time check: never infinite recursion. Inside a chain the
       // looping flag yields no variation, so every flag on the loop fails its prerequisite; the
@@ -419,12 +489,12 @@ function evaluateCompiled(
     }
     const pc = compileFlag(pre);
     let r: EvalResult;
-    if (pc.prerequisites.length === 0) r = evaluateCompiled(pc, context, store, opts, undefined);
+    if (pc.prerequisites.length === 0) r = evaluateCompiled(pc, context, store, opts, undefined, undefined);
     else {
       const path = chain ?? [];
       path.push(f.key);
       try {
-        r = evaluateCompiled(pc, context, store, opts, path);
+        r = evaluateCompiled(pc, context, store, opts, path, undefined);
       } finally {
         path.pop();
       }
@@ -455,16 +525,39 @@ function evaluateCompiled(
  * Evaluates `flag` for `context` (../shared/specs/DECISIONS.md "Evaluation, in order"). `store` resolves
  * prerequisite flags (same project and environment) and segments (same project). Never throws on
  * bad data: unparsable clause values do not match, a deleted segment does not match and warns,
- * a flag naming a variation it lacks yields reason ERROR.
+ * a flag naming a variation it lacks yields reason ERROR. With `memo` (one per context, see
+ * EvalMemo), prerequisites already evaluated for this context are not evaluated again.
  */
-export function evaluate(flag: FlagDefinition, context: EvalContext, store: EvalStore, opts?: EvalOptions): EvalResult {
-  return evaluateCompiled(compileFlag(flag), context, store, opts, undefined);
+export function evaluate(
+  flag: FlagDefinition,
+  context: EvalContext,
+  store: EvalStore,
+  opts?: EvalOptions,
+  memo?: EvalMemo,
+): EvalResult {
+  const f = compileFlag(flag);
+  // A flag without prerequisites costs less than a memo round trip (and cannot meet a cycle).
+  if (memo === undefined || memo.cycle || f.prerequisites.length === 0)
+    return evaluateCompiled(f, context, store, opts, undefined, undefined);
+  const hit = memo.results?.get(f);
+  if (hit !== undefined) return hit;
+  const report = opts?.onWarning;
+  const r = evaluateMemoised(f, context, store, report === undefined ? opts : memo.holding(), memo);
+  const held = memo.held;
+  memo.held = undefined;
+  if (!memo.cycle) {
+    if (held !== undefined && report !== undefined) for (const w of held) report(w);
+    return r;
+  }
+  // A cycle met under this flag: evaluated again alone, as without a memo (which reports it).
+  return evaluateCompiled(f, context, store, opts, undefined, undefined);
 }
 
 /**
  * Evaluates several flags for one context, keyed by flag key (the evaluate endpoint's `flags`
  * object). `flagKeys` limits the set (unknown keys are skipped); results are the shared frozen
- * outcomes of `evaluate`.
+ * outcomes of `evaluate`. Prerequisites are evaluated once each (an EvalMemo for the call; pass
+ * your own to count evaluations).
  */
 export function evaluateAll(
   flags: Iterable<FlagDefinition>,
@@ -472,12 +565,13 @@ export function evaluateAll(
   store: EvalStore,
   opts?: EvalOptions,
   flagKeys?: readonly string[],
+  memo: EvalMemo = new EvalMemo(),
 ): Record<string, EvalResult> {
   const wanted = flagKeys === undefined ? undefined : new Set(flagKeys);
   const out: Record<string, EvalResult> = {};
   for (const f of flags) {
     if (wanted !== undefined && !wanted.has(f.key)) continue;
-    out[f.key] = evaluate(f, context, store, opts);
+    out[f.key] = evaluate(f, context, store, opts, memo);
   }
   return out;
 }
