@@ -47,7 +47,7 @@ import {
 } from '../../protocol/core.js';
 import { coreTimingsDefault, validateTimings } from '../../protocol/timings.js';
 import { SeededRng, type Rng } from '../util/rng.js';
-import { invariant } from '../util/assert.js';
+import { AssertionFailure, invariant } from '../util/assert.js';
 import { Fabric, type Delivery } from './fabric.js';
 
 export const defaultStartTimeMs = 1_700_000_000_000;
@@ -57,6 +57,11 @@ export const stepsPerInstantMax = 200_000;
 export const traceLinesMax = 500_000;
 /** Collected events kept; later ones are counted in eventsDropped. */
 export const eventsMax = 200_000;
+/**
+ * Trace text gathered before it is fed to the hash (and, for kept lines, stored as one flat string):
+ * one hash update and one stored string per ~16 Ki characters instead of one per line.
+ */
+export const traceChunkChars = 16_384;
 
 export interface DetClusterOptions {
   factory: CoreFactory;
@@ -74,15 +79,104 @@ export interface DetClusterOptions {
   /** Trace lines kept in `trace` (default traceLinesMax); 0 keeps only the hash (long fuzz runs). */
   traceLinesMax?: number;
   /**
+   * Events kept in `events` (default eventsMax); 0 keeps none (a swarm that watches them through
+   * onEvent and never reads the list). Later ones are counted in eventsDropped.
+   */
+  eventsMax?: number;
+  /**
    * The strategy's fold of durable records: crash() then keeps the fold (checked equal to
    * persistentState()); without it crash() keeps persistentState() itself.
    */
   durableFold?: DurableFold;
   /**
    * Called with every event as it is drained (before the eventsMax cap), inside a step: it may
-   * record, never drive the cluster (queue the reaction and act between steps).
+   * record, never drive the cluster (queue the reaction and act between steps). The object is the
+   * one `events` keeps: read it, do not change it.
    */
   onEvent?: (e: CoreEvent & { at: number }) => void;
+  /**
+   * The event types onEvent is called for (default: every type). A listener that watches two or
+   * three types among the many a core emits saves a stamped copy of every other event.
+   */
+  onEventTypes?: readonly string[];
+}
+
+/**
+ * The run's trace: every line feeds a sha256 as it is written, and the lines kept (up to a cap) are
+ * stored as a few large flat strings, split into lines only when somebody reads them. A swarm run
+ * writes thousands of lines that nobody reads; kept one string each they were most of what the
+ * young generation had to copy at every scavenge.
+ */
+class TraceLog {
+  /** Lines written, kept or not. */
+  written = 0;
+  /** Called with each kept line as it is written (a recorder; see DetCluster.onTraceLine). */
+  listener: ((line: string) => void) | undefined;
+  private readonly hash: Hash = createHash('sha256');
+  /** Text not yet fed to the hash, every line newline-terminated. */
+  private pending = '';
+  /** Characters at the start of `pending` that belong to kept lines. */
+  private pendingKept = 0;
+  /** Kept text already hashed, in order, each chunk a run of whole newline-terminated lines. */
+  private readonly chunks: string[] = [];
+  /** `chunks[0 .. split)` are already in `lines`. */
+  private split = 0;
+  private readonly lines: string[] = [];
+  /** Length of each kept line (a line may itself hold a newline, so the text alone cannot be split). */
+  private lengths = new Uint32Array(1024);
+
+  constructor(readonly keptMax: number) {}
+
+  get dropped(): number {
+    return this.written > this.keptMax ? this.written - this.keptMax : 0;
+  }
+
+  write(line: string): void {
+    this.pending += `${line}\n`;
+    const n = this.written++;
+    if (n < this.keptMax) {
+      this.pendingKept = this.pending.length;
+      if (n === this.lengths.length) {
+        const grown = new Uint32Array(n * 2);
+        grown.set(this.lengths);
+        this.lengths = grown;
+      }
+      this.lengths[n] = line.length;
+      if (this.listener !== undefined) this.listener(line);
+    }
+    if (this.pending.length >= traceChunkChars) this.feed();
+  }
+
+  /** The kept lines, in order: one array, grown in place as later reads find more. */
+  keptLines(): string[] {
+    this.feed();
+    const lines = this.lines;
+    for (; this.split < this.chunks.length; this.split++) {
+      const chunk = this.chunks[this.split] as string;
+      for (let from = 0; from < chunk.length; ) {
+        const len = this.lengths[lines.length] as number;
+        lines.push(chunk.slice(from, from + len));
+        from += len + 1;
+      }
+    }
+    return lines;
+  }
+
+  /** sha256 (hex) of every line written so far, each newline-terminated. */
+  digest(): string {
+    this.feed();
+    return this.hash.copy().digest('hex');
+  }
+
+  private feed(): void {
+    const text = this.pending;
+    if (text.length === 0) return;
+    this.hash.update(text);
+    if (this.pendingKept > 0)
+      this.chunks.push(this.pendingKept === text.length ? text : text.slice(0, this.pendingKept));
+    this.pending = '';
+    this.pendingKept = 0;
+  }
 }
 
 export type DetNodeState = 'online' | 'paused' | 'offline';
@@ -101,9 +195,7 @@ export class DetCluster {
   readonly fabric: Fabric<unknown>;
   readonly rng: Rng;
   readonly events: Array<CoreEvent & { at: number }> = [];
-  readonly trace: string[] = [];
   eventsDropped = 0;
-  traceDropped = 0;
   /** Messages that reached a crashed node and were lost. */
   lostToCrashed = 0;
 
@@ -112,13 +204,19 @@ export class DetCluster {
   private readonly timings: CoreTimings;
   private readonly nodes = new Map<NodeId, NodeEntry>();
   private order: NodeId[] = [];
+  /** The entries of `order`, in the same order (the per-step loops walk this, not the map). */
+  private ordered: NodeEntry[] = [];
   private readonly replies = new Map<number, ClientReply>();
   private reqSeq = 0;
   private readonly out: CoreOutput = emptyOutput();
-  private readonly hash: Hash = createHash('sha256');
-  /** Trace text not yet fed to the hash: one update per ~64 KiB instead of one per line. */
-  private hashPending = '';
+  private readonly traceLog: TraceLog;
+  private readonly eventsKeptMax: number;
+  /** onEventTypes as a set; undefined for every type. */
+  private readonly eventTypes: ReadonlySet<string> | undefined;
   private instant = -Infinity;
+  /** `${clock} `, the start of every trace line, rendered once per virtual instant. */
+  private stampAt = Number.NaN;
+  private stampText = '';
   private stepsAtInstant = 0;
   private readonly sink = (to: string, batch: Array<Delivery<unknown>>): void => this.deliver(to, batch);
 
@@ -131,9 +229,12 @@ export class DetCluster {
     const timingsCheck = validateTimings(this.timings);
     if (!timingsCheck.ok) throw new RangeError(`DetCluster: invalid timings: ${timingsCheck.error}`);
     this.clock = opts.startTimeMs ?? defaultStartTimeMs;
+    this.traceLog = new TraceLog(opts.traceLinesMax ?? traceLinesMax);
+    this.eventsKeptMax = opts.eventsMax ?? eventsMax;
+    this.eventTypes = opts.onEventTypes ? new Set(opts.onEventTypes) : undefined;
     this.rng = new SeededRng(opts.seed);
     this.fabric = new Fabric<unknown>({ rng: this.rng.fork(), ...opts.fabric });
-    this.fabric.onDrop = (from, to, outcome) => this.line(`${this.clock} ${from}->${to} ${outcome}`);
+    this.fabric.onDrop = (from, to, outcome) => this.line(`${this.stamp()}${from}->${to} ${outcome}`);
     this.order = [...opts.nodeIds];
     for (const id of this.order) this.fabric.addNode(id);
     // Fork every core's rng before building any core, in node order, so construction order cannot matter.
@@ -141,6 +242,7 @@ export class DetCluster {
     for (const [i, id] of this.order.entries()) {
       const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined, durable: undefined };
       this.nodes.set(id, entry);
+      this.ordered.push(entry);
       entry.core = this.build(id, rngs[i] as Rng, undefined);
     }
     for (const id of this.order) this.flush(this.nodes.get(id) as NodeEntry);
@@ -149,6 +251,36 @@ export class DetCluster {
   /** Current virtual time (ms). */
   get now(): number {
     return this.clock;
+  }
+
+  /**
+   * The trace lines kept in memory (at most traceLinesMax), in order. One array, grown in place as
+   * the run writes more and it is read again; its lines are built from the stored text on read.
+   */
+  get trace(): string[] {
+    return this.traceLog.keptLines();
+  }
+
+  /**
+   * A reader of the kept trace lines that holds the trace only, not the cluster: what a result that
+   * outlives the run hands out (the lines are built when it is called).
+   */
+  traceReader(): () => string[] {
+    const log = this.traceLog;
+    return () => log.keptLines();
+  }
+
+  /** Trace lines written past the in-memory cap (they still feed traceHash). */
+  get traceDropped(): number {
+    return this.traceLog.dropped;
+  }
+
+  /**
+   * Called with each kept trace line (the ones `trace` holds) as it is written: a recorder such as
+   * trace-file.ts's sees each line once without re-reading the list. It may read, never drive the cluster.
+   */
+  set onTraceLine(listener: ((line: string) => void) | undefined) {
+    this.traceLog.listener = listener;
   }
 
   nodeIds(): NodeId[] {
@@ -180,7 +312,7 @@ export class DetCluster {
   client(nodeId: NodeId, op: ClientOp): number {
     const id = this.nextRequestId();
     this.line(
-      `${this.clock} client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`,
+      `${this.stamp()}client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`,
     );
     const e = this.nodes.get(nodeId);
     if (!e) {
@@ -201,7 +333,7 @@ export class DetCluster {
 
   control(id: NodeId, cmd: ControlCommand): ControlResult {
     const e = this.nodes.get(id);
-    this.line(`${this.clock} control ${id} ${cmd.kind}`);
+    this.line(`${this.stamp()}control ${id} ${cmd.kind}`);
     if (!e) return { ok: false, code: 'not_found', error: `node ${id} not found` };
     if (!e.core) return { ok: false, code: 'node_crashed', error: `node ${id} is down` };
     const result = e.core.control(cmd, this.clock);
@@ -212,8 +344,9 @@ export class DetCluster {
   /** Earliest time anything happens: a fabric delivery or a running core's deadline. */
   nextEventAt(): number {
     let at = this.fabric.nextDueAt();
-    for (const id of this.order) {
-      const e = this.nodes.get(id) as NodeEntry;
+    const ordered = this.ordered;
+    for (let i = 0; i < ordered.length; i++) {
+      const e = ordered[i] as NodeEntry;
       if (!e.core || e.paused) continue;
       const d = e.core.nextDeadline();
       if (d < at) at = d;
@@ -230,14 +363,17 @@ export class DetCluster {
       this.instant = this.clock;
       this.stepsAtInstant = 0;
     }
-    invariant(
-      ++this.stepsAtInstant <= stepsPerInstantMax,
-      () => `livelock: ${stepsPerInstantMax} steps at virtual time ${this.clock} (seed ${this.opts.seed})`,
-    );
+    if (++this.stepsAtInstant > stepsPerInstantMax) {
+      throw new AssertionFailure(
+        `livelock: ${stepsPerInstantMax} steps at virtual time ${this.clock} (seed ${this.opts.seed})`,
+      );
+    }
     this.fabric.deliverDue(this.clock, this.sink);
-    for (const id of this.order) {
-      const e = this.nodes.get(id);
-      if (!e?.core || e.paused || e.core.nextDeadline() > this.clock) continue;
+    // Nodes are added and removed between steps only (a core or an onEvent listener cannot).
+    const ordered = this.ordered;
+    for (let i = 0; i < ordered.length; i++) {
+      const e = ordered[i] as NodeEntry;
+      if (!e.core || e.paused || e.core.nextDeadline() > this.clock) continue;
       e.core.onTick(this.clock);
       this.flush(e, 'tick');
     }
@@ -269,7 +405,7 @@ export class DetCluster {
     if (!e?.core) return;
     e.paused = true;
     this.fabric.setDeliverable(id, false);
-    this.line(`${this.clock} pause ${id}`);
+    this.line(`${this.stamp()}pause ${id}`);
   }
 
   resume(id: NodeId): void {
@@ -277,7 +413,7 @@ export class DetCluster {
     if (!e?.core || !e.paused) return;
     e.paused = false;
     this.fabric.setDeliverable(id, true);
-    this.line(`${this.clock} resume ${id}`);
+    this.line(`${this.stamp()}resume ${id}`);
   }
 
   /**
@@ -303,14 +439,14 @@ export class DetCluster {
     e.paused = false;
     // Deliverable, so what arrives is handed over and lost rather than held for a later incarnation.
     this.fabric.setDeliverable(id, true);
-    this.line(`${this.clock} crash ${id}`);
+    this.line(`${this.stamp()}crash ${id}`);
   }
 
   /** Builds a new core for a crashed node from what it persisted; no-op when it is running. */
   restart(id: NodeId): void {
     const e = this.nodes.get(id);
     if (!e || e.core) return;
-    this.line(`${this.clock} restart ${id}`);
+    this.line(`${this.stamp()}restart ${id}`);
     e.core = this.build(id, this.rng.fork(), e.persisted);
     this.flush(e);
   }
@@ -321,11 +457,12 @@ export class DetCluster {
    */
   addNode(id: NodeId, opts: { notifyPeers?: boolean } = {}): void {
     if (this.nodes.has(id)) return;
-    this.line(`${this.clock} add ${id}`);
+    this.line(`${this.stamp()}add ${id}`);
     this.order.push(id);
     this.fabric.addNode(id);
     const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined, durable: undefined };
     this.nodes.set(id, entry);
+    this.ordered.push(entry);
     entry.core = this.build(id, this.rng.fork(), undefined);
     this.flush(entry);
     if (opts.notifyPeers !== false) this.notifyPeers(id);
@@ -333,17 +470,17 @@ export class DetCluster {
 
   removeNode(id: NodeId, opts: { notifyPeers?: boolean } = {}): void {
     if (!this.nodes.has(id)) return;
-    this.line(`${this.clock} remove ${id}`);
+    this.line(`${this.stamp()}remove ${id}`);
     this.nodes.delete(id);
     this.order = this.order.filter((x) => x !== id);
+    this.ordered = this.ordered.filter((x) => x.id !== id);
     this.fabric.removeNode(id);
     if (opts.notifyPeers !== false) this.notifyPeers(id);
   }
 
   /** sha256 (hex) of every trace line, each followed by a newline, including lines past the cap. */
   traceHash(): string {
-    this.feedHash();
-    return this.hash.copy().digest('hex');
+    return this.traceLog.digest();
   }
 
   private notifyPeers(except: NodeId): void {
@@ -376,10 +513,10 @@ export class DetCluster {
       const msg = this.opts.encode ? unpack(d.payload as Uint8Array) : d.payload;
       if (!e?.core) {
         this.lostToCrashed++;
-        this.line(`${this.clock} ${d.from}->${to} lost_down ${summarize(msg)}`);
+        this.line(`${this.stamp()}${d.from}->${to} lost_down ${summarize(msg)}`);
         continue;
       }
-      this.line(`${this.clock} ${d.from}->${to} ${summarize(msg)}`);
+      this.line(`${this.stamp()}${d.from}->${to} ${summarize(msg)}`);
       e.core.onMessage(d.from, msg, this.clock);
       this.flush(e);
     }
@@ -409,7 +546,7 @@ export class DetCluster {
     }
     if (cause === 'tick' && out.messages.length + out.replies.length + out.events.length > 0) {
       this.line(
-        `${this.clock} tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} ` +
+        `${this.stamp()}tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} ` +
           `events=${out.events.length}`,
       );
     }
@@ -417,35 +554,38 @@ export class DetCluster {
       this.fabric.submit(e.id, m.to, this.opts.encode ? pack(m.msg) : m.msg, this.clock);
     }
     for (const r of out.replies) this.record(e.id, r);
+    const onEvent = this.opts.onEvent;
+    const types = this.eventTypes;
     for (const ev of out.events) {
-      this.opts.onEvent?.({ ...ev, node_id: ev.node_id ?? e.id, at: this.clock });
-      if (this.events.length >= eventsMax) {
-        this.eventsDropped++;
-        continue;
-      }
-      this.events.push({ ...ev, node_id: ev.node_id ?? e.id, at: this.clock });
+      const keep = this.events.length < this.eventsKeptMax;
+      if (!keep) this.eventsDropped++;
+      const watched = onEvent !== undefined && (types === undefined || types.has(ev.type));
+      if (!keep && !watched) continue;
+      const stamped = { ...ev, node_id: ev.node_id ?? e.id, at: this.clock };
+      if (watched) onEvent(stamped);
+      if (keep) this.events.push(stamped);
     }
-    out.messages.length = 0;
-    out.replies.length = 0;
-    out.events.length = 0;
+    if (out.messages.length !== 0) out.messages.length = 0;
+    if (out.replies.length !== 0) out.replies.length = 0;
+    if (out.events.length !== 0) out.events.length = 0;
   }
 
   private record(nodeId: NodeId, r: ClientReply): void {
     this.replies.set(r.id, r);
-    this.line(`${this.clock} reply ${nodeId} #${r.id} ${r.ok ? 'ok' : `${r.code}`}`);
-  }
-
-  private feedHash(): void {
-    if (this.hashPending.length === 0) return;
-    this.hash.update(this.hashPending);
-    this.hashPending = '';
+    this.line(`${this.stamp()}reply ${nodeId} #${r.id} ${r.ok ? 'ok' : `${r.code}`}`);
   }
 
   private line(s: string): void {
-    this.hashPending += `${s}\n`;
-    if (this.hashPending.length >= 65_536) this.feedHash();
-    if (this.trace.length < (this.opts.traceLinesMax ?? traceLinesMax)) this.trace.push(s);
-    else this.traceDropped++;
+    this.traceLog.write(s);
+  }
+
+  /** The trace line prefix for the current virtual time: the time and a space. */
+  private stamp(): string {
+    if (this.clock !== this.stampAt) {
+      this.stampAt = this.clock;
+      this.stampText = `${this.clock} `;
+    }
+    return this.stampText;
   }
 }
 
@@ -459,16 +599,16 @@ export function summarize(msg: unknown): string {
   if (Array.isArray(msg)) return `[${msg.length}]`;
   if (msg instanceof Uint8Array) return `bytes(${msg.length})`;
   const rec = msg as Record<string, unknown>;
-  let out = '';
+  // Joined once: a few flat strings instead of a long chain of concatenations for the hash to walk.
+  const parts: string[] = [];
   for (const k in rec) {
     if (!Object.hasOwn(rec, k)) continue;
     const v = rec[k];
     if (v === undefined) continue;
-    if (out.length > 0) out += ' ';
-    if (typeof v === 'string') out += `${k}=${v.length > 24 ? `${v.slice(0, 24)}…` : v}`;
-    else if (v === null || typeof v !== 'object') out += `${k}=${String(v)}`;
-    else if (Array.isArray(v)) out += `${k}=[${v.length}]`;
-    else out += `${k}={..}`;
+    if (typeof v === 'string') parts.push(`${k}=${v.length > 24 ? `${v.slice(0, 24)}…` : v}`);
+    else if (v === null || typeof v !== 'object') parts.push(`${k}=${String(v)}`);
+    else if (Array.isArray(v)) parts.push(`${k}=[${v.length}]`);
+    else parts.push(`${k}={..}`);
   }
-  return out;
+  return parts.join(' ');
 }

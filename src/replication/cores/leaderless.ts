@@ -269,9 +269,9 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
       for (const r of durable) out.durable.push(r);
       durable.length = 0;
     }
-    this.out.messages.length = 0;
-    this.out.replies.length = 0;
-    this.out.events.length = 0;
+    if (this.out.messages.length !== 0) this.out.messages.length = 0;
+    if (this.out.replies.length !== 0) this.out.replies.length = 0;
+    if (this.out.events.length !== 0) this.out.events.length = 0;
   }
 
   control(cmd: ControlCommand, now: number): ControlResult {
@@ -341,7 +341,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
   /** Handles the messages this node sent itself during the step (they may send more), then checks. */
   private endStep(): void {
     for (let i = 0; i < this.loopback.length; i++) this.handle(this.id, this.loopback[i] as LeaderlessMessage);
-    this.loopback.length = 0;
+    if (this.loopback.length !== 0) this.loopback.length = 0;
     this.checkInvariants();
     this.coordinator.endStep();
   }

@@ -78,6 +78,7 @@ import {
   type VersionBrief,
 } from './multi-leader/key-state.js';
 import { decodeMessage, type MultiLeaderMessage } from './multi-leader/messages.js';
+import { invariantBroken } from './invariant-broken.js';
 
 export { multiLeaderDurableFold } from './multi-leader/durable.js';
 
@@ -313,9 +314,9 @@ class MultiLeaderCore implements NodeCore {
       for (const r of durable) out.durable.push(r);
       durable.length = 0;
     }
-    this.out.messages.length = 0;
-    this.out.replies.length = 0;
-    this.out.events.length = 0;
+    if (this.out.messages.length !== 0) this.out.messages.length = 0;
+    if (this.out.replies.length !== 0) this.out.replies.length = 0;
+    if (this.out.events.length !== 0) this.out.events.length = 0;
   }
 
   private stepControl(cmd: ControlCommand, now: number): ControlResult {
@@ -671,15 +672,13 @@ class MultiLeaderCore implements NodeCore {
    */
   private checkInvariants(): void {
     // A flush is scheduled exactly when some key waits to be pushed.
-    invariant(
-      this.dirty.size > 0 === (this.flushAt !== Infinity),
-      () => `${this.id}: ${this.dirty.size} dirty keys, flush at ${this.flushAt}`,
-    );
-    for (const key of this.dirty) invariant(this.keys.has(key), () => `${this.id}: dirty key ${key} is not held`);
+    if (this.dirty.size > 0 !== (this.flushAt !== Infinity))
+      invariantBroken(`${this.id}: ${this.dirty.size} dirty keys, flush at ${this.flushAt}`);
+    for (const key of this.dirty) if (!this.keys.has(key)) invariantBroken(`${this.id}: dirty key ${key} is not held`);
     invariant(Number.isFinite(this.nextAntiEntropyAt), 'an anti-entropy round is always scheduled');
     invariant(this.digests.size <= this.keys.size, 'digests are cached for held keys only');
     invariant(this.auditLog.length <= multiLeaderAuditRecordsMax, 'the audit log stays within its cap');
-    invariant(this.storedBytes >= 0, () => `${this.id}: stored bytes ${this.storedBytes} below zero`);
+    if (this.storedBytes < 0) invariantBroken(`${this.id}: stored bytes ${this.storedBytes} below zero`);
   }
 
   // ------------------------------------------------------------ output

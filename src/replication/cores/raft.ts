@@ -88,6 +88,7 @@ import {
   type SnapshotResponse,
   type VoteResponse,
 } from './raft/types.js';
+import { invariantBroken } from './invariant-broken.js';
 
 export type { LogEntry, RaftMessage, RaftPersistentState, RaftRole, RaftSnapshot } from './raft/types.js';
 export { raftDurableFold, type RaftDurableRecord } from './raft/durable.js';
@@ -424,7 +425,7 @@ export class RaftCore implements NodeCore, Raft {
   // ---------------------------------------------------------------- role changes (one place, as in etcd raft)
 
   becomeFollower(term: number, leader: NodeId | '', now: number): void {
-    invariant(term >= this.term, () => `term must never decrease (${this.term} -> ${term})`);
+    if (term < this.term) invariantBroken(`term must never decrease (${this.term} -> ${term})`);
     if (term > this.term) {
       this.term = term;
       this.votedFor = null;
@@ -510,7 +511,7 @@ export class RaftCore implements NodeCore, Raft {
     while (this.lastApplied < this.commitIndex) {
       const i = this.lastApplied + 1;
       const entry = this.log.entryAt(i);
-      invariant(entry, () => `committed entry ${i} missing (snapshot ${this.log.snapshotIndex})`);
+      if (!entry) invariantBroken(`committed entry ${i} missing (snapshot ${this.log.snapshotIndex})`);
       const result = clientResultOf(entry, applyToStore(this.store, entry), this.id);
       this.lastApplied = i;
       this.hooks.applied?.(this.id, entry, this.term);

@@ -62,6 +62,7 @@ import {
 import { applyAck, newProgress, retransmitIfStalled, type Progress } from './single-leader/progress.js';
 import { RetainedLog } from './single-leader/retained-log.js';
 import { settleWaiters, type Waiter } from './single-leader/waiters.js';
+import { invariantBroken } from './invariant-broken.js';
 
 export { singleLeaderDurableFold } from './single-leader/durable.js';
 export type { LogEntry } from './single-leader/messages.js';
@@ -162,6 +163,12 @@ export class SingleLeaderCore implements NodeCore {
     return this.peers.filter((p) => p !== this.id);
   }
 
+  /** Some peer besides this node (followers() without building the list: checked on every write). */
+  private hasFollowers(): boolean {
+    for (const p of this.peers) if (p !== this.id) return true;
+    return false;
+  }
+
   // ---- role changes: the leader and the epoch change here only (besides restore on a restart)
 
   /**
@@ -169,7 +176,7 @@ export class SingleLeaderCore implements NodeCore {
    * epoch the node moves to the next one. The orchestrator's epochs only move forward.
    */
   private setLeader(leader: NodeId, epoch: number, now: number): void {
-    invariant(epoch >= this.epoch, () => `${this.id}: set_leader to epoch ${epoch}, behind its epoch ${this.epoch}`);
+    if (epoch < this.epoch) invariantBroken(`${this.id}: set_leader to epoch ${epoch}, behind its epoch ${this.epoch}`);
     if (leader === this.id) this.becomeLeader(epoch, now);
     else this.becomeFollower(leader, epoch);
   }
@@ -187,7 +194,7 @@ export class SingleLeaderCore implements NodeCore {
 
   /** This node leads `epoch`: every follower starts unknown (match 0), everything it holds is committed. */
   private becomeLeader(epoch: number, now: number): void {
-    invariant(epoch >= this.epoch, () => `${this.id}: epoch ${this.epoch} -> ${epoch} goes backwards`);
+    if (epoch < this.epoch) invariantBroken(`${this.id}: epoch ${this.epoch} -> ${epoch} goes backwards`);
     this.leaderId = this.id;
     this.epoch = epoch;
     this.durable(['l', epoch, this.id]);
@@ -203,8 +210,8 @@ export class SingleLeaderCore implements NodeCore {
    * as indeterminate: they are applied here, but the new leader may or may not hold them.
    */
   private becomeFollower(leader: NodeId, epoch: number): void {
-    invariant(epoch >= this.epoch, () => `${this.id}: epoch ${this.epoch} -> ${epoch} goes backwards`);
-    invariant(leader !== this.id, () => `${this.id} cannot follow itself (it leads through becomeLeader)`);
+    if (epoch < this.epoch) invariantBroken(`${this.id}: epoch ${this.epoch} -> ${epoch} goes backwards`);
+    if (leader === this.id) invariantBroken(`${this.id} cannot follow itself (it leads through becomeLeader)`);
     this.leaderId = leader;
     this.epoch = epoch;
     this.durable(['l', epoch, leader]);
@@ -228,40 +235,36 @@ export class SingleLeaderCore implements NodeCore {
    */
   private checkInvariants(): void {
     // Entries are applied as they are appended, and nothing is committed that is not in the log.
-    invariant(
-      this.lastApplied === this.lastIndex,
-      () => `${this.id}: applied ${this.lastApplied}, last ${this.lastIndex}`,
-    );
-    invariant(
-      this.commitIndex <= this.lastIndex,
-      () => `${this.id}: commit ${this.commitIndex} past last ${this.lastIndex}`,
-    );
+    if (this.lastApplied !== this.lastIndex)
+      invariantBroken(`${this.id}: applied ${this.lastApplied}, last ${this.lastIndex}`);
+    if (this.commitIndex > this.lastIndex)
+      invariantBroken(`${this.id}: commit ${this.commitIndex} past last ${this.lastIndex}`);
     this.log.checkInvariants();
     // An epoch only moves forward, and no entry comes from an epoch past the node's own.
-    invariant(
-      this.epoch >= this.checkedEpoch,
-      () => `${this.id}: epoch decreased (${this.checkedEpoch} -> ${this.epoch})`,
-    );
-    invariant(
-      this.lastEntryEpoch <= this.epoch,
-      () => `${this.id}: last entry's epoch ${this.lastEntryEpoch} past ${this.epoch}`,
-    );
+    if (this.epoch < this.checkedEpoch)
+      invariantBroken(`${this.id}: epoch decreased (${this.checkedEpoch} -> ${this.epoch})`);
+    if (this.lastEntryEpoch > this.epoch)
+      invariantBroken(`${this.id}: last entry's epoch ${this.lastEntryEpoch} past ${this.epoch}`);
     this.checkedEpoch = this.epoch;
     if (this.isLeader()) {
-      for (const [f, p] of this.progress) {
-        invariant(f !== this.id, 'a leader tracks followers, not itself');
-        invariant(p.match <= this.lastIndex, () => `${this.id}: ${f} matches ${p.match}, past last ${this.lastIndex}`);
-        invariant(
-          p.inflight <= singleLeaderAppendsInFlightMax,
-          () => `${this.id}: ${p.inflight} appends in flight to ${f}`,
-        );
+      if (this.progress.has(this.id)) invariantBroken('a leader tracks followers, not itself');
+      for (const p of this.progress.values()) {
+        if (p.match > this.lastIndex || p.inflight > singleLeaderAppendsInFlightMax) this.progressBroken(p);
       }
-      for (const w of this.waiters) invariant(w.index <= this.lastIndex, 'a waiting write is in the log');
+      for (const w of this.waiters) if (w.index > this.lastIndex) invariantBroken('a waiting write is in the log');
     } else {
       // Only a leader tracks followers and holds writes waiting for acks.
-      invariant(this.progress.size === 0, () => `${this.id}: a follower tracks progress`);
-      invariant(this.waiters.length === 0, () => `${this.id}: a follower holds waiting writes`);
+      if (this.progress.size !== 0) invariantBroken(`${this.id}: a follower tracks progress`);
+      if (this.waiters.length !== 0) invariantBroken(`${this.id}: a follower holds waiting writes`);
     }
+  }
+
+  /** Names the follower whose progress broke an invariant (only ever called to fail). */
+  private progressBroken(p: Progress): never {
+    let f = '?';
+    for (const [id, q] of this.progress) if (q === p) f = id;
+    if (p.match > this.lastIndex) invariantBroken(`${this.id}: ${f} matches ${p.match}, past last ${this.lastIndex}`);
+    return invariantBroken(`${this.id}: ${p.inflight} appends in flight to ${f}`);
   }
 
   // ---- client requests ----
@@ -328,7 +331,7 @@ export class SingleLeaderCore implements NodeCore {
       op.op === 'batch'
         ? { id: req.id, ok: true, result: { kind: 'batch', entries: versions } }
         : { id: req.id, ok: true, result: { kind: 'entry', entry: versions[0] as Version, node_id: this.id } };
-    if (this.mode === 'async' || this.followers().length === 0) {
+    if (this.mode === 'async' || !this.hasFollowers()) {
       this.out.replies.push(reply);
     } else {
       this.waiters.push({
@@ -377,7 +380,8 @@ export class SingleLeaderCore implements NodeCore {
 
   /** Followers and the leader apply entries strictly in index order, stamped with their writer. */
   private apply(entry: LogEntry): void {
-    invariant(entry.index === this.lastApplied + 1, () => `${this.id}: apply ${entry.index} after ${this.lastApplied}`);
+    if (entry.index !== this.lastApplied + 1)
+      invariantBroken(`${this.id}: apply ${entry.index} after ${this.lastApplied}`);
     for (const o of entry.ops) {
       const cur = this.store.get(o.key);
       if (cur !== undefined) this.storeBytes -= versionBytes(cur);
@@ -394,11 +398,14 @@ export class SingleLeaderCore implements NodeCore {
    */
   private updateCommit(): void {
     if (!this.isLeader()) return;
-    const matches = [...this.progress.values()].map((p) => p.match);
     let c: number;
-    if (this.mode === 'async' || matches.length === 0) c = this.lastIndex;
-    else if (this.mode === 'semi_sync') c = Math.max(...matches);
-    else c = Math.min(...matches);
+    if (this.mode === 'async' || this.progress.size === 0) c = this.lastIndex;
+    else {
+      // semi_sync: the highest match of any follower; sync: the lowest (every follower has it).
+      const semi = this.mode === 'semi_sync';
+      c = semi ? -Infinity : Infinity;
+      for (const p of this.progress.values()) c = semi ? Math.max(c, p.match) : Math.min(c, p.match);
+    }
     if (c > this.commitIndex) this.commitIndex = c;
   }
 
@@ -502,7 +509,8 @@ export class SingleLeaderCore implements NodeCore {
 
   private settleWaiters(now: number): void {
     if (this.waiters.length === 0) return;
-    const matches = [...this.progress.values()].map((p) => p.match);
+    const matches: number[] = [];
+    for (const p of this.progress.values()) matches.push(p.match);
     const settled = settleWaiters(this.waiters, matches, now, this.id, this.timings.requestTimeoutMs);
     for (const r of settled.replies) this.out.replies.push(r);
     this.waiters = settled.keep;
@@ -617,9 +625,9 @@ export class SingleLeaderCore implements NodeCore {
       for (const r of durable) out.durable.push(r);
       durable.length = 0;
     }
-    this.out.messages.length = 0;
-    this.out.replies.length = 0;
-    this.out.events.length = 0;
+    if (this.out.messages.length !== 0) this.out.messages.length = 0;
+    if (this.out.replies.length !== 0) this.out.replies.length = 0;
+    if (this.out.events.length !== 0) this.out.events.length = 0;
     this.checkInvariants();
   }
 

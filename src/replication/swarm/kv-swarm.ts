@@ -7,7 +7,6 @@
  * exactly. It is a test driver, not part of the service; raft has its own (raft-swarm.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
-import { DetCluster } from '../../fabric/deterministic.js';
 import type {
   ClientOp,
   ClientReply,
@@ -26,8 +25,9 @@ import { createLeaderlessCore, leaderlessDurableFold } from '../cores/leaderless
 import { compareClocks, descends, mergeClocks, type VClock } from '../dynamo/vclock.js';
 import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
-import { SeededRng, type Rng } from '../../util/rng.js';
+import { SeededRng } from '../../util/rng.js';
 import { applyNetworkFault } from './network-faults.js';
+import { pickWeighted, startSwarmRun, type SwarmRunOptions } from './swarm-run.js';
 import { kvSwarmTraceLinesMax } from '../limits.js';
 import { lastEntryEpochOf } from '../core.js';
 import {
@@ -42,17 +42,10 @@ import {
 export type KvStrategy = 'single_leader' | 'multi_leader' | 'leaderless';
 export const kvStrategies: readonly KvStrategy[] = ['single_leader', 'multi_leader', 'leaderless'];
 
-export interface KvSwarmOptions {
-  /** Virtual ms of faults and client load. */
-  faultMs: number;
+/** A key-value run's options: the shared ones (swarm-run.ts) and how long convergence may take. */
+export interface KvSwarmOptions extends SwarmRunOptions {
   /** Virtual ms after the heal within which every replica must agree (anti-entropy, handoff, catch-up). */
   convergeMs: number;
-  /** A client gives up on a request after this long (a write's outcome then stays unknown). */
-  clientGiveUpMs: number;
-  /** Client requests per run, at most. */
-  opsMax: number;
-  /** Called once with the run's cluster, before it runs: it may watch (trace-file.ts), never drive it. */
-  observe?: (c: DetCluster) => void;
 }
 
 export const defaultKvSwarmOptions: KvSwarmOptions = {
@@ -309,8 +302,10 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
   /** leaderless: `${node}|${at}|${key}` -> whether the write quorum that answered then used a stand-in. */
   const writeQuorums = new Map<string, boolean>();
   const onEvent = (e: CoreEvent & { at: number }): void => {
+    const type = e.type;
+    if (type !== 'conflict_detected' && type !== 'hinted_handoff' && type !== 'quorum_achieved') return;
     const d = e.data ?? {};
-    if (e.type === 'conflict_detected') {
+    if (type === 'conflict_detected') {
       counts.conflicts++;
       const local = (d['local'] as { vclock?: VClock } | undefined)?.vclock;
       const remote = (d['remote'] as { vclock?: VClock } | undefined)?.vclock;
@@ -325,30 +320,26 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
       writeQuorums.set(k, writeQuorums.has(k) ? true : d['sloppy'] === true);
     }
   };
-  const c = new DetCluster({
-    factory: withDurableStorage(factoryOf[strategy], foldOf[strategy]),
-    nodeIds: ids,
-    config: profile.config,
-    seed,
-    onEvent,
-    traceLinesMax: kvSwarmTraceLinesMax,
-  });
-  o.observe?.(c);
-  const rng: Rng = c.rng;
-  const start = c.now;
-  const baseLatency = new Map<string, number>();
+  const run = startSwarmRun(
+    {
+      factory: withDurableStorage(factoryOf[strategy], foldOf[strategy]),
+      nodeIds: ids,
+      config: profile.config,
+      seed,
+      onEvent,
+      onEventTypes: ['conflict_detected', 'hinted_handoff', 'quorum_achieved'],
+      // Events are watched through onEvent only: none kept in memory.
+      eventsMax: 0,
+      traceLinesMax: kvSwarmTraceLinesMax,
+    },
+    o.observe,
+  );
+  const { c, rng, start } = run;
+  // Base one-way latencies, restored after clearFaults().
   for (const a of ids) {
-    for (const b of ids) {
-      if (a !== b) baseLatency.set(`${a}>${b}`, rng.range(profile.latencyMs[0], profile.latencyMs[1]));
-    }
+    for (const b of ids) if (a !== b) run.latencies.set(a, b, rng.range(profile.latencyMs[0], profile.latencyMs[1]));
   }
-  const restoreLatency = (): void => {
-    for (const [k, ms] of baseLatency) {
-      const [a, b] = k.split('>') as [string, string];
-      c.fabric.setLatency(a, b, ms);
-    }
-  };
-  restoreLatency();
+  const restoreLatency = (): void => run.latencies.restore();
 
   // ---- single_leader orchestration (cluster.ts failover() and restart, in miniature)
   let leader: NodeId = ids[0] as NodeId;
@@ -498,15 +489,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     }
   };
 
-  const totalWeight = kvFaults.reduce((s, k) => s + profile.weights[k], 0);
-  const pickFault = (): KvFault | undefined => {
-    let x = rng.int(totalWeight);
-    for (const k of kvFaults) {
-      x -= profile.weights[k];
-      if (x < 0) return k;
-    }
-    return undefined;
-  };
+  const pickFault = (): KvFault | undefined => pickWeighted(kvFaults, profile.weights, rng);
   const down = (): NodeId[] => ids.filter((id) => c.state(id) !== 'online');
   const injectFault = (): void => {
     const kind = pickFault();
@@ -652,6 +635,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
 
   const verdicts = {} as Record<KvVerdict, boolean>;
   for (const v of kvVerdicts) verdicts[v] = !failed.has(v);
+  const readTrace = run.readTrace;
   return {
     strategy,
     seed,
@@ -670,7 +654,10 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
       messages: c.fabric.stats().submitted,
       convergeMs,
     },
-    trace: c.trace,
+    // Built only when read: a window of seeds never reads it.
+    get trace(): string[] {
+      return readTrace();
+    },
   };
 }
 

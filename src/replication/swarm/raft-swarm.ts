@@ -11,31 +11,25 @@
  * stores). Everything (faults, client choices, the cores' timers) comes from the seed, so a
  * failing seed replays exactly. It is a test driver, not part of the service.
  */
-import { DetCluster } from '../../fabric/deterministic.js';
+import type { DetCluster } from '../../fabric/deterministic.js';
 import type { ClientOp, ClientReply, ClusterConfig, CoreTimings, NodeId } from '../core.js';
 import { raftCoreFactory, raftDurableFold, RaftCore, type LogEntry, type RaftInspection } from '../cores/raft.js';
 import { clusterConfig } from '../config.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
-import { SeededRng, type Rng } from '../../util/rng.js';
+import { SeededRng } from '../../util/rng.js';
 import { checkRegisterHistory, describeRegisterOp, type RegisterOp } from './register-lincheck.js';
 import { applyNetworkFault } from './network-faults.js';
+import { pickWeighted, startSwarmRun, type SwarmRunOptions } from './swarm-run.js';
 
-export interface SwarmOptions {
+/** A raft run's options: the shared ones (swarm-run.ts) and the cluster's size and liveness bounds. */
+export interface SwarmOptions extends SwarmRunOptions {
   nodes: number;
-  /** Virtual ms of faults and client load. */
-  faultMs: number;
   /** Virtual ms after the heal within which a leader must serve and every node catch up. */
   livenessMs: number;
   /** Most nodes down (paused or crashed) at once. */
   downMax: number;
-  /** A client gives up on a request after this long (its outcome then stays unknown). */
-  clientGiveUpMs: number;
-  /** Client requests per run, at most (bounds the cost of the busiest profiles). */
-  opsMax: number;
   /** Most nodes at once, joining ones included (membership changes add new nodes). */
   nodesMax: number;
-  /** Called once with the run's cluster, before it runs: it may watch (trace-file.ts), never drive it. */
-  observe?: (c: DetCluster) => void;
 }
 
 export const defaultSwarmOptions: SwarmOptions = {
@@ -321,41 +315,36 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     leaderElected: (node, term, core) => checker.leaderElected(node, term, core),
     snapshotInstalled: () => snapshotsInstalled++,
   });
-  const c = new DetCluster({
-    factory,
-    nodeIds: initialIds,
-    config: { ...swarmConfig, node_count: o.nodes },
-    seed,
-    timings: profile.timings,
-    durableFold: raftDurableFold,
-    onEvent: (e) => {
-      const voters = e.data?.['voters'];
-      const index = e.data?.['index'];
-      if (e.type === 'membership_changed' && Array.isArray(voters) && typeof index === 'number') {
-        committedConfigs.push({ voters: voters as NodeId[], index });
-      }
+  const run = startSwarmRun(
+    {
+      factory,
+      nodeIds: initialIds,
+      config: { ...swarmConfig, node_count: o.nodes },
+      seed,
+      timings: profile.timings,
+      durableFold: raftDurableFold,
+      // Events are watched through onEvent only: none kept in memory.
+      eventsMax: 0,
+      onEventTypes: ['membership_changed'],
+      onEvent: (e) => {
+        if (e.type !== 'membership_changed') return;
+        const voters = e.data?.['voters'];
+        const index = e.data?.['index'];
+        if (Array.isArray(voters) && typeof index === 'number')
+          committedConfigs.push({ voters: voters as NodeId[], index });
+      },
     },
-  });
-  o.observe?.(c);
-  const rng: Rng = c.rng;
-  const start = c.now;
+    o.observe,
+  );
+  const { c, rng, start } = run;
   /** The nodes of the cluster now (members, joining ones, removed ones not yet stopped). */
   const nodes = (): NodeId[] => c.nodeIds();
 
   // Base one-way latencies, restored after clearFaults().
-  const baseLatency = new Map<string, number>();
-  const setBaseLatency = (a: NodeId, b: NodeId): void => {
-    const ms = rng.range(profile.latencyMs[0], profile.latencyMs[1]);
-    baseLatency.set(`${a}>${b}`, ms);
-    c.fabric.setLatency(a, b, ms);
-  };
+  const setBaseLatency = (a: NodeId, b: NodeId): void =>
+    run.latencies.set(a, b, rng.range(profile.latencyMs[0], profile.latencyMs[1]));
   for (const a of initialIds) for (const b of initialIds) if (a !== b) setBaseLatency(a, b);
-  const restoreLatency = (): void => {
-    for (const [k, ms] of baseLatency) {
-      const [a, b] = k.split('>') as [string, string];
-      c.fabric.setLatency(a, b, ms);
-    }
-  };
+  const restoreLatency = (): void => run.latencies.restore();
 
   const clients: ClientState[] = Array.from({ length: profile.clients }, (_, i) => ({
     name: `c${i + 1}`,
@@ -493,15 +482,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     }
   };
 
-  const totalWeight = faultKinds.reduce((sum, k) => sum + profile.weights[k], 0);
-  const pickFault = (): FaultKind | undefined => {
-    let x = rng.int(totalWeight);
-    for (const k of faultKinds) {
-      x -= profile.weights[k];
-      if (x < 0) return k;
-    }
-    return undefined;
-  };
+  const pickFault = (): FaultKind | undefined => pickWeighted(faultKinds, profile.weights, rng);
 
   const injectFault = (): void => {
     const kind = pickFault();
@@ -789,6 +770,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
     convergence: !checker.failed.has('convergence'),
   };
   const stats = c.fabric.stats();
+  const readTrace = run.readTrace;
   return {
     seed,
     ok: checker.failed.size === 0,
@@ -811,7 +793,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       livenessMs,
     },
     history,
-    trace: c.trace,
+    // Built only when read: a window of seeds never reads it.
+    get trace(): string[] {
+      return readTrace();
+    },
   };
 }
 

@@ -141,7 +141,6 @@ export class TraceRecorder {
   private trafficEvents = 0;
   private stateDropped = 0;
   private trafficDropped = 0;
-  private linesRead = 0;
   private readonly last = new Map<string, NodeSample>();
 
   constructor(
@@ -153,7 +152,11 @@ export class TraceRecorder {
     this.c = c;
     this.startMs = c.now;
     this.nodes = c.nodeIds();
-    this.linesRead = c.trace.length;
+    // Each kept line as it is written; lines before this point are not part of the file.
+    c.onTraceLine = (line) => {
+      const e = parseTraceLine(line, this.startMs);
+      if (e) this.push(e);
+    };
     c.fabric.onFaultChange = (change) => {
       this.catchUp();
       this.fault(change);
@@ -215,14 +218,9 @@ export class TraceRecorder {
     }
   }
 
-  /** New trace lines, then every node's status where it changed. */
+  /** Every node's status where it changed (trace lines are taken as they are written). */
   private catchUp(): void {
-    const c = this.c;
-    if (!c) return;
-    for (; this.linesRead < c.trace.length; this.linesRead++) {
-      const e = parseTraceLine(c.trace[this.linesRead] as string, this.startMs);
-      if (e) this.push(e);
-    }
+    if (!this.c) return;
     this.sample();
   }
 

@@ -46,6 +46,7 @@ import {
   type BatchOp,
   type WriteOp,
 } from './write-op.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 /** Why a version was applied to the store (its audit record's kind). */
 export type ApplyCause = Extract<AuditCause, 'write' | 'apply' | 'repair' | 'handoff' | 'transfer' | 'anti_entropy'>;
@@ -128,19 +129,22 @@ export class Coordinator {
    * the step did not touch cannot have changed, so the check stays O(touched) per step.
    */
   checkInvariants(pendingMax: number): void {
-    invariant(this.ops.size <= pendingMax, () => `${this.ops.size} requests in flight > the cap ${pendingMax}`);
+    if (this.ops.size > pendingMax) invariantBroken(`${this.ops.size} requests in flight > the cap ${pendingMax}`);
     for (const op of this.touched) {
       const id = op.roundTripId;
       if (this.ops.get(id) !== op) continue;
       invariant(id > 0 && id <= this.lastRoundTripId, 'round-trip ids are issued in order');
-      if (op.kind === 'write') invariant(!writeSettled(op), () => `write ${id} settled but still in flight`);
-      else invariant(!readSettled(op), () => `read ${id} settled but still in flight`);
+      if (op.kind === 'write') {
+        if (writeSettled(op)) invariantBroken(`write ${id} settled but still in flight`);
+      } else if (readSettled(op)) {
+        invariantBroken(`read ${id} settled but still in flight`);
+      }
     }
   }
 
   /** The step is over: forget which requests it touched (bookkeeping kept out of checkInvariants). */
   endStep(): void {
-    this.touched.length = 0;
+    if (this.touched.length !== 0) this.touched.length = 0;
   }
 
   /**

@@ -7,6 +7,7 @@
 import type { NodeId, Version } from '../../core.js';
 import { lwwNewer } from '../../dynamo/version.js';
 import { invariant } from '../../../util/assert.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 export type HintPut =
   /** Held now; `replaced` is the older hint for the key it replaced, if any. */
@@ -66,7 +67,7 @@ export class HintStore {
 
   /** A restarted node's hints for one owner, as they were (the cap applied when they were stored). */
   restore(owner: NodeId, versions: Map<string, Version>): void {
-    invariant(!this.held.has(owner), () => `hints for ${owner} restored twice`);
+    if (this.held.has(owner)) invariantBroken(`hints for ${owner} restored twice`);
     if (versions.size === 0) return;
     this.held.set(owner, versions);
     this.heldCount += versions.size;
@@ -116,11 +117,11 @@ export class HintStore {
   checkInvariants(): void {
     let sum = 0;
     for (const [owner, versions] of this.held) {
-      invariant(versions.size > 0, () => `an empty hint map is kept for ${owner}`);
+      if (versions.size === 0) invariantBroken(`an empty hint map is kept for ${owner}`);
       sum += versions.size;
     }
-    invariant(sum === this.heldCount, () => `hint count ${this.heldCount} !== ${sum} hints held`);
-    invariant(this.heldCount <= this.hintsMax, () => `hints held ${this.heldCount} > hintsMax ${this.hintsMax}`);
+    if (sum !== this.heldCount) invariantBroken(`hint count ${this.heldCount} !== ${sum} hints held`);
+    if (this.heldCount > this.hintsMax) invariantBroken(`hints held ${this.heldCount} > hintsMax ${this.hintsMax}`);
   }
 }
 
@@ -187,6 +188,6 @@ export class TransferSet {
 
   checkInvariants(): void {
     for (const [node, keys] of this.keysByNode)
-      invariant(keys.size > 0, () => `an empty transfer set is kept for ${node}`);
+      if (keys.size === 0) invariantBroken(`an empty transfer set is kept for ${node}`);
   }
 }

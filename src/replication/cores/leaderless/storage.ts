@@ -11,6 +11,7 @@ import { invariant } from '../../../util/assert.js';
 import { versionTuple } from '../durable-version.js';
 import type { LeaderlessPersisted, LeaderlessRecord } from './durable.js';
 import { HintStore, type HintPut } from './hints.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 /** Bytes a version is counted as: its key and value characters plus a fixed overhead (limits.ts). */
 export function versionBytes(v: Version): number {
@@ -123,7 +124,7 @@ export class ReplicaStorage {
 
   checkInvariants(): void {
     this.hints.checkInvariants();
-    invariant(this.bytes >= 0, () => `stored bytes ${this.bytes} < 0`);
+    if (this.bytes < 0) invariantBroken(`stored bytes ${this.bytes} < 0`);
     invariant(
       this.bytes > 0 || (this.versions.size === 0 && this.hints.count === 0),
       'zero bytes means nothing stored',

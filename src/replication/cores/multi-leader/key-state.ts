@@ -4,12 +4,12 @@
  * assertions every change of a key's state must pass. It decides nothing about when to apply a
  * version: the receive rule that picks among these is the core's (multi-leader.ts).
  */
-import { invariant } from '../../../util/assert.js';
 import type { ConflictResolver, NodeId, Version } from '../../core.js';
 import { storedEntryOverheadBytes } from '../../limits.js';
 import { encodeCrdt, mergeCrdt, parseCrdt } from '../../dynamo/crdt.js';
 import { clockSum, descends, mergeClocks, type VClock } from '../../dynamo/vclock.js';
 import { lwwCompare } from '../../dynamo/version.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 export interface KeyState {
   /** Mutually concurrent versions (one, except vector_clock siblings). */
@@ -75,6 +75,12 @@ export function brief(v: Version): VersionBrief {
   return { node_id: v.node_id, value: v.tombstone ? '' : v.value, vclock: { ...v.vclock } };
 }
 
+/** Some version in `known` has seen `old` (descends from it, or is it). */
+function supersededIn(known: readonly Version[], old: Version): boolean {
+  for (const v of known) if (descends(v.vclock, old.vclock)) return true;
+  return false;
+}
+
 /**
  * The assertions every change of a key's state passes (the core's setKey): the shape the resolver
  * allows, and a key never goes backwards: every version known before is dominated by (or equal to)
@@ -87,26 +93,27 @@ export function checkKeyStateChange(
   before: KeyState | undefined,
   after: KeyState,
 ): void {
-  invariant(after.versions.length >= 1, () => `key ${key}: a state holds at least one version`);
+  if (after.versions.length < 1) invariantBroken(`key ${key}: a state holds at least one version`);
   if (resolver !== 'vector_clock') {
-    invariant(after.versions.length === 1, () => `key ${key}: ${after.versions.length} siblings under ${resolver}`);
+    if (after.versions.length !== 1) invariantBroken(`key ${key}: ${after.versions.length} siblings under ${resolver}`);
   }
-  if (resolver !== 'manual') invariant(after.parked === null, () => `key ${key}: a parked version under ${resolver}`);
+  if (resolver !== 'manual' && after.parked !== null) invariantBroken(`key ${key}: a parked version under ${resolver}`);
   const known = knownVersions(after);
-  for (const v of known) invariant(v.key === key, () => `key ${key} holds a version of ${v.key}`);
+  for (const v of known) if (v.key !== key) invariantBroken(`key ${key} holds a version of ${v.key}`);
   // Siblings are mutually concurrent: one that has seen another would have replaced it.
   for (let i = 0; i < after.versions.length; i++) {
     for (let j = i + 1; j < after.versions.length; j++) {
       const a = (after.versions[i] as Version).vclock;
       const b = (after.versions[j] as Version).vclock;
-      invariant(!descends(a, b) && !descends(b, a), () => `key ${key}: siblings ${i} and ${j} are not concurrent`);
+      if (descends(a, b) || descends(b, a)) invariantBroken(`key ${key}: siblings ${i} and ${j} are not concurrent`);
     }
   }
   if (before === undefined) return;
   for (const old of knownVersions(before)) {
-    invariant(
-      known.some((v) => descends(v.vclock, old.vclock)),
-      () => `key ${key}: version ${JSON.stringify(old.vclock)} from ${old.node_id} was lost without being superseded`,
-    );
+    if (!supersededIn(known, old)) {
+      invariantBroken(
+        `key ${key}: version ${JSON.stringify(old.vclock)} from ${old.node_id} was lost without being superseded`,
+      );
+    }
   }
 }

@@ -18,6 +18,7 @@ import { invariant } from '../../../util/assert.js';
 import { raftCheckpointEntriesMin } from '../../limits.js';
 import { applyToStore, votersAfter } from './state-machine.js';
 import { isPersistentState, type LogEntry, type RaftPersistentState } from './types.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 export type RaftDurableRecord =
   /** The whole state: a node's first record, or a raftSnapshot installed from the leader. */
@@ -107,7 +108,7 @@ function isRecord(x: unknown): x is RaftDurableRecord {
  */
 export function foldRaftRecord(state: RaftPersistentState | undefined, r: RaftDurableRecord): RaftPersistentState {
   if (r.kind === 'checkpoint') return { ...r.state, log: [...r.state.log] };
-  invariant(state, () => `a raft durable fold starts with a checkpoint, not ${r.kind}`);
+  if (!state) invariantBroken(`a raft durable fold starts with a checkpoint, not ${r.kind}`);
   const base = state.raftSnapshot.lastIncludedIndex;
   switch (r.kind) {
     case 'hard':
@@ -117,7 +118,7 @@ export function foldRaftRecord(state: RaftPersistentState | undefined, r: RaftDu
     case 'append':
       for (const e of r.entries) {
         const last = base + state.log.length;
-        invariant(e.index === last + 1, () => `durable append at ${e.index} after ${last}`);
+        if (e.index !== last + 1) invariantBroken(`durable append at ${e.index} after ${last}`);
         state.log.push(e);
       }
       return state;
@@ -128,10 +129,8 @@ export function foldRaftRecord(state: RaftPersistentState | undefined, r: RaftDu
     case 'compact': {
       const n = r.lastIncludedIndex - base;
       const last = base + state.log.length;
-      invariant(
-        n >= 0 && n <= state.log.length,
-        () => `durable compaction to ${r.lastIncludedIndex} outside ${base}..${last}`,
-      );
+      if (n < 0 || n > state.log.length)
+        invariantBroken(`durable compaction to ${r.lastIncludedIndex} outside ${base}..${last}`);
       const folded = state.log.slice(0, n);
       invariant(n === 0 || folded[n - 1]?.term === r.lastIncludedTerm, 'durable compaction term matches the log');
       const store = { ...state.raftSnapshot.store };

@@ -16,16 +16,17 @@ import type {
   SnapshotRequest,
   SnapshotResponse,
 } from './types.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 /** A message from the leader of term `term` (≥ ours): follow it and restart the election timer. */
 export function followLeader(r: Raft, from: NodeId, term: number, leaderLastIndex: number, now: number): void {
-  invariant(term >= r.term, () => `stepTerm follows leaders of a term >= ours, not ${term} < ${r.term}`);
+  if (term < r.term) invariantBroken(`stepTerm follows leaders of a term >= ours, not ${term} < ${r.term}`);
   if (term === r.term) {
     // Election safety (§5.2): at most one leader per term.
-    invariant(r.role !== 'leader', () => `election safety: ${from} and ${r.id} both lead term ${term}`);
+    if (r.role === 'leader') invariantBroken(`election safety: ${from} and ${r.id} both lead term ${term}`);
     const knownLeader = r.role === 'follower' ? r.leaderId : '';
     if (knownLeader !== '') {
-      invariant(knownLeader === from, () => `election safety: ${from} and ${knownLeader} both lead term ${term}`);
+      if (knownLeader !== from) invariantBroken(`election safety: ${from} and ${knownLeader} both lead term ${term}`);
     }
   }
   if (term > r.term || r.role !== 'follower') r.becomeFollower(term, from, now);
@@ -74,7 +75,8 @@ export function onAppend(r: Raft, from: NodeId, m: AppendRequest, now: number): 
     if (existing === e.term) continue; // already have it (a duplicate or a stale resend)
     if (existing !== undefined) {
       // §5.3: a conflicting entry and all that follow it are deleted. Never a committed one.
-      invariant(e.index > r.commitIndex, () => `would truncate committed index ${e.index} (commit ${r.commitIndex})`);
+      if (e.index <= r.commitIndex)
+        invariantBroken(`would truncate committed index ${e.index} (commit ${r.commitIndex})`);
       // A proposal of ours among the dropped entries stays pending: another node may still hold
       // it and commit it as a later leader. Only the entry applied at its index decides.
       const dropped = r.log.truncateFrom(e.index);

@@ -8,7 +8,7 @@
 import type { NodeId } from '../../core.js';
 import { invariant } from '../../../util/assert.js';
 import { backedOffNext, lowestMatch, type Progress } from './progress.js';
-import { isMajority, majorityValue } from './quorum.js';
+import { isMajority, majorityValueOf } from './quorum.js';
 import type { Raft } from './state.js';
 import type {
   AppendRequest,
@@ -20,6 +20,7 @@ import type {
   SnapshotRequest,
   SnapshotResponse,
 } from './types.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 /** Appends an entry of the leader's term to its own log; followers get it at the next flush. */
 export function appendEntry(r: Raft, body: EntryBody, now: number): LogEntry {
@@ -67,7 +68,7 @@ export function sendAppend(r: Raft, peer: NodeId, now: number): void {
   }
   const prevLogIndex = pr.next - 1;
   const prevLogTerm = r.log.termAt(prevLogIndex);
-  invariant(prevLogTerm !== undefined, () => `no term at ${prevLogIndex} (snapshot ${r.log.snapshotIndex})`);
+  if (prevLogTerm === undefined) invariantBroken(`no term at ${prevLogIndex} (snapshot ${r.log.snapshotIndex})`);
   const last = Math.min(r.log.lastIndex, pr.next + r.timings.maxEntriesPerMessage - 1);
   const entries = last >= pr.next ? r.log.slice(pr.next, last) : [];
   r.send(peer, {
@@ -148,13 +149,22 @@ export function onSnapshotResponse(r: Raft, from: NodeId, m: SnapshotResponse, n
  */
 export function maybeCommit(r: Raft, now: number): void {
   if (r.role !== 'leader') return;
-  const matchOf = (v: NodeId): number => (v === r.id ? r.log.lastIndex : (r.progress.get(v)?.match ?? 0));
-  const n = majorityValue(r.voters, matchOf);
+  const n = majorityValueOf(r.voters, r, matchOf);
   if (n > r.commitIndex && r.log.termAt(n) === r.term) {
     r.commitIndex = n;
     r.appendedAt.pruneUpTo(lowestMatch(r.progress, r.commitIndex));
     r.apply(now);
   }
+}
+
+/** What a voter stores as far as the leader knows: its own last index, a follower's match. */
+function matchOf(r: Raft, v: NodeId): number {
+  return v === r.id ? r.log.lastIndex : (r.progress.get(v)?.match ?? 0);
+}
+
+/** The ReadIndex round a voter confirmed: the leader's own current one, a follower's acknowledged one. */
+function ackedOf(r: Raft, v: NodeId): number {
+  return v === r.id ? r.readSeq : (r.progress.get(v)?.ackedSeq ?? 0);
 }
 
 /** CheckQuorum (dissertation §6.2): a majority answered within the longest election timeout. */
@@ -169,8 +179,7 @@ export function quorumActive(r: Raft, now: number): boolean {
 /** Answers the ReadIndex reads a majority confirmed and whose index is applied (dissertation §6.4). */
 export function resolveReads(r: Raft): void {
   if (r.role !== 'leader' || r.pendingReads.length === 0) return;
-  const ackedOf = (v: NodeId): number => (v === r.id ? r.readSeq : (r.progress.get(v)?.ackedSeq ?? 0));
-  const confirmed = majorityValue(r.voters, ackedOf);
+  const confirmed = majorityValueOf(r.voters, r, ackedOf);
   for (const read of r.pendingReads.takeReady(confirmed, r.lastApplied)) {
     const v = r.store[read.key];
     if (!v || v.tombstone) {

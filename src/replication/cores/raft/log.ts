@@ -8,6 +8,7 @@ import type { NodeId } from '../../core.js';
 import { invariant } from '../../../util/assert.js';
 import type { DurableJournal } from './durable.js';
 import type { LogEntry, RaftSnapshot } from './types.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 export class RaftLog {
   /** entries[k] has index raftSnapshot.lastIncludedIndex + 1 + k. */
@@ -74,8 +75,9 @@ export class RaftLog {
   }
 
   append(entry: LogEntry): void {
-    invariant(entry.index === this.lastIndex + 1, () => `append at ${entry.index} but last index is ${this.lastIndex}`);
-    invariant(entry.term >= this.lastTerm, () => `entry term ${entry.term} below last term ${this.lastTerm}`);
+    if (entry.index !== this.lastIndex + 1)
+      invariantBroken(`append at ${entry.index} but last index is ${this.lastIndex}`);
+    if (entry.term < this.lastTerm) invariantBroken(`entry term ${entry.term} below last term ${this.lastTerm}`);
     this.entries.push(entry);
     this.journal?.append(entry);
   }

@@ -16,6 +16,9 @@ export interface PendingProposal {
   settled: boolean;
 }
 
+/** What the take* methods answer when nothing is settled: one shared empty list, never changed. */
+const noProposals: readonly PendingProposal[] = [];
+
 export class PendingProposals {
   private readonly byIndex = new Map<number, PendingProposal[]>();
   /** Insertion order, which is deadline order (time never goes back); settled ones skipped lazily. */
@@ -35,9 +38,9 @@ export class PendingProposals {
   }
 
   /** Settles and returns every proposal waiting on `index`. */
-  takeAt(index: number): PendingProposal[] {
+  takeAt(index: number): readonly PendingProposal[] {
     const list = this.byIndex.get(index);
-    if (!list) return [];
+    if (!list) return noProposals;
     this.byIndex.delete(index);
     for (const p of list) p.settled = true;
     return list;
@@ -51,11 +54,12 @@ export class PendingProposals {
   }
 
   /** Settles and returns the proposals whose deadline is at or before `now`, oldest first. */
-  takeExpired(now: number): PendingProposal[] {
-    const out: PendingProposal[] = [];
+  takeExpired(now: number): readonly PendingProposal[] {
+    let out: PendingProposal[] | undefined;
     for (;;) {
       const p = this.peek();
       if (!p || p.deadline > now) break;
+      out ??= [];
       this.head++;
       const list = this.byIndex.get(p.index) as PendingProposal[];
       const rest = list.filter((x) => x !== p);
@@ -64,7 +68,7 @@ export class PendingProposals {
       p.settled = true;
       out.push(p);
     }
-    return out;
+    return out ?? noProposals;
   }
 
   nextDeadline(): number {

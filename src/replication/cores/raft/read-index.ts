@@ -12,6 +12,9 @@ export interface PendingRead {
   deadline: number;
 }
 
+/** What takeReady/takeExpired answer when no read is due: one shared empty list, never changed. */
+const noReads: readonly PendingRead[] = [];
+
 export class ReadIndexQueue {
   private reads: PendingRead[] = [];
 
@@ -31,21 +34,21 @@ export class ReadIndexQueue {
    * Removes and returns the reads now answerable, in order: rounds up to `confirmedSeq` whose read
    * index is applied. Stops at the first that is not (later ones have later rounds and indexes).
    */
-  takeReady(confirmedSeq: number, lastApplied: number): PendingRead[] {
+  takeReady(confirmedSeq: number, lastApplied: number): readonly PendingRead[] {
     let k = 0;
     while (k < this.reads.length) {
       const r = this.reads[k] as PendingRead;
       if (r.seq > confirmedSeq || r.readIndex > lastApplied) break;
       k++;
     }
-    return k > 0 ? this.reads.splice(0, k) : [];
+    return k > 0 ? this.reads.splice(0, k) : noReads;
   }
 
   /** Removes and returns the reads whose deadline is at or before `now` (deadlines only grow). */
-  takeExpired(now: number): PendingRead[] {
+  takeExpired(now: number): readonly PendingRead[] {
     let k = 0;
     while (k < this.reads.length && (this.reads[k] as PendingRead).deadline <= now) k++;
-    return k > 0 ? this.reads.splice(0, k) : [];
+    return k > 0 ? this.reads.splice(0, k) : noReads;
   }
 
   /** Removes and returns every read (a leader stepping down fails them). */

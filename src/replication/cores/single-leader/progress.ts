@@ -4,8 +4,8 @@
  * store copy; plus the pure rules that update it on an ack and on a stalled retransmit timer.
  * It sends nothing and holds no log: what goes out is the core's decision (single-leader.ts replicate).
  */
-import { invariant } from '../../../util/assert.js';
 import type { AckMessage } from './messages.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 export interface Progress {
   /** The follower's last index known to match the leader's log (0 until it acks). */
@@ -21,7 +21,7 @@ export interface Progress {
 }
 
 export function newProgress(next: number, now: number, needStoreCopy: boolean): Progress {
-  invariant(next >= 1, () => `the next index to send is at least 1 (got ${next})`);
+  if (next < 1) invariantBroken(`the next index to send is at least 1 (got ${next})`);
   return { match: 0, next, sentAt: now, inflight: 0, needStoreCopy };
 }
 

@@ -13,6 +13,7 @@ import {
 } from '../../limits.js';
 import { entryBytes } from './durable.js';
 import type { LogEntry } from './messages.js';
+import { invariantBroken } from '../invariant-broken.js';
 
 export class RetainedLog {
   /** Retained entries; entries[0] has index firstIndex. */
@@ -48,7 +49,8 @@ export class RetainedLog {
 
   /** Appends the next entry; returns the bytes it is counted as. */
   append(e: LogEntry, now: number): number {
-    invariant(e.index === this.lastIndex + 1, () => `log entries are contiguous (${e.index} after ${this.lastIndex})`);
+    if (e.index !== this.lastIndex + 1)
+      invariantBroken(`log entries are contiguous (${e.index} after ${this.lastIndex})`);
     this.entries.push(e);
     this.appendedAt.push(now);
     const bytes = entryBytes(e);
@@ -113,7 +115,7 @@ export class RetainedLog {
   checkInvariants(): void {
     invariant(this.firstIndex + this.entries.length === this.lastIndex + 1, 'the retained log ends at lastIndex');
     invariant(this.appendedAt.length === this.entries.length, 'one append time per retained entry');
-    invariant(this.bytes >= 0, () => `retained log bytes ${this.bytes} below zero`);
+    if (this.bytes < 0) invariantBroken(`retained log bytes ${this.bytes} below zero`);
     const first = this.entries[0];
     if (first !== undefined) invariant(first.index === this.firstIndex, 'the first retained entry is at firstIndex');
   }

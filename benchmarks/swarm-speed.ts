@@ -1,0 +1,164 @@
+/**
+ * Swarm speed (issue 20, point 6): seeded swarm seeds per second per core, for each strategy, by
+ * CPU time (user + system of one process running seeds back to back in one thread, GC threads
+ * included), so neighbours on a shared machine weigh little. With BASE_DIR (a built checkout, as
+ * for writes-vs-base.ts) the base build runs the same seeds in the same run, in alternating child
+ * processes, and the two builds must give the same runs: the combined trace hash of every seed is
+ * compared, and a difference is reported as a failure (an optimisation changed what a seed does).
+ *   git worktree add /tmp/base <commit> && ln -s "$PWD/node_modules" /tmp/base/node_modules &&
+ *   (cd /tmp/base && npx tsc -p tsconfig.json); BASE_DIR=/tmp/base node dist/benchmarks/swarm-speed.js
+ * SWARM_SPEED_ROUNDS (default 3) child runs per build and strategy; SWARM_SPEED_SEEDS scales the
+ * seeds per child run (default 1: raft 60, the others 150); SWARM_SPEED_STRATEGIES: names to run.
+ * Not a test: nothing here asserts a speed, it records what it measured.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { distRoot, table } from './lib.js';
+import { median, recordResult } from './results.js';
+
+const strategies = ['raft', 'single_leader', 'multi_leader', 'leaderless'] as const;
+type Strategy = (typeof strategies)[number];
+
+/** Seeds per child run at scale 1: about a second of CPU each on this machine's base build. */
+const seedsPerRun: Record<Strategy, number> = { raft: 60, single_leader: 150, multi_leader: 150, leaderless: 150 };
+/** Seeds run first in each child (not timed), far from the measured ones: the JIT warms up on them. */
+const warmUpSeeds = 20;
+const warmUpFirstSeed = 1_000_000;
+
+/** What one child run reports on stdout. */
+interface ChildReport {
+  strategy: Strategy;
+  seeds: number;
+  cpuMs: number;
+  failed: number;
+  /** sha256 over "<seed> <traceHash>\n" of every measured seed: equal runs, equal digest. */
+  traces: string;
+}
+
+interface SwarmResultLike {
+  ok: boolean;
+  traceHash: string;
+}
+
+/** Child mode: run `count` seeds of `strategy` from the build whose dist/ is `dist`. */
+async function child(dist: string, strategy: Strategy, first: number, count: number): Promise<void> {
+  const load = (file: string): Promise<Record<string, unknown>> =>
+    import(pathToFileURL(path.join(dist, 'src/replication/swarm', file)).href) as Promise<Record<string, unknown>>;
+  const raft = (await load('raft-swarm.js'))['runRaftSwarm'] as (seed: number) => SwarmResultLike;
+  const kv = (await load('kv-swarm.js'))['runKvSwarm'] as (s: Strategy, seed: number) => SwarmResultLike;
+  const run = (seed: number): SwarmResultLike => (strategy === 'raft' ? raft(seed) : kv(strategy, seed));
+  for (let s = warmUpFirstSeed; s < warmUpFirstSeed + warmUpSeeds; s++) run(s);
+  const hash = createHash('sha256');
+  let failed = 0;
+  const before = process.cpuUsage();
+  for (let s = first; s < first + count; s++) {
+    const r = run(s);
+    if (!r.ok) failed++;
+    hash.update(`${s} ${r.traceHash}\n`);
+  }
+  const used = process.cpuUsage(before);
+  const report: ChildReport = {
+    strategy,
+    seeds: count,
+    cpuMs: (used.user + used.system) / 1000,
+    failed,
+    traces: hash.digest('hex'),
+  };
+  console.log(JSON.stringify(report));
+}
+
+function runChild(dist: string, strategy: Strategy, count: number): ChildReport {
+  const self = path.join(distRoot, 'benchmarks', 'swarm-speed.js');
+  const r = spawnSync(process.execPath, [self, '--child', dist, strategy, '1', String(count)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`swarm-speed child (${dist}, ${strategy}) failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop() as string) as ChildReport;
+}
+
+async function main(): Promise<void> {
+  const baseDir = process.env['BASE_DIR'];
+  const rounds = Number(process.env['SWARM_SPEED_ROUNDS'] ?? 3);
+  const scale = Number(process.env['SWARM_SPEED_SEEDS'] ?? 1);
+  const only = process.env['SWARM_SPEED_STRATEGIES']?.split(',');
+  const builds: Array<{ name: string; dist: string }> = [{ name: 'this build', dist: distRoot }];
+  if (baseDir) builds.push({ name: 'base', dist: path.join(path.resolve(baseDir), 'dist') });
+  const rows: Array<Record<string, string | number>> = [];
+  let mismatches = 0;
+  for (const strategy of strategies.filter((s) => !only || only.includes(s))) {
+    const count = Math.max(1, Math.round(seedsPerRun[strategy] * scale));
+    const rates: number[][] = builds.map(() => []);
+    const digests = builds.map(() => new Set<string>());
+    let failed = 0;
+    for (let round = 0; round < rounds; round++) {
+      // Alternate which build goes first, so a slow stretch of the machine weighs on both.
+      const order = round % 2 === 0 ? builds.map((_, i) => i) : builds.map((_, i) => builds.length - 1 - i);
+      for (const k of order) {
+        const rep = runChild((builds[k] as { dist: string }).dist, strategy, count);
+        (rates[k] as number[]).push(rep.seeds / (rep.cpuMs / 1000));
+        (digests[k] as Set<string>).add(rep.traces);
+        failed += rep.failed;
+      }
+    }
+    const mine = rates[0] as number[];
+    const sameRuns =
+      builds.length === 1 || [...(digests[0] as Set<string>)].join() === [...(digests[1] as Set<string>)].join();
+    if (!sameRuns) mismatches++;
+    const row: Record<string, string | number> = {
+      strategy,
+      seeds: `1..${count}`,
+      'this build seeds/s/core': median(mine).toFixed(1),
+    };
+    const method =
+      `CPU time (user + system, GC threads included) of one child process running seeds 1..${count} of ` +
+      `the ${strategy} swarm back to back in one thread after ${warmUpSeeds} warm-up seeds; ${rounds} child ` +
+      'runs per build';
+    if (baseDir) {
+      const base = rates[1] as number[];
+      const ratio = median(mine) / median(base);
+      row['base seeds/s/core'] = median(base).toFixed(1);
+      row['this / base'] = ratio.toFixed(2);
+      row['same runs'] = sameRuns ? 'yes' : 'NO';
+      recordResult({
+        benchmark: 'swarm-speed',
+        measure: `${strategy} swarm: seeds/s per core, this build vs base build`,
+        subject: 'this build',
+        baseline: `the build at BASE_DIR (${path.basename(baseDir)}), same seeds, alternating child processes`,
+        unit: 'seeds/s per core',
+        runs: mine,
+        baselineRuns: base,
+        ratio,
+        ratioRuns: mine.map((x, i) => x / ((base[i] as number) || Number.NaN)),
+        method:
+          `${method}; ratio = median of this build ÷ median of the base; same runs: ` +
+          `${sameRuns ? 'yes' : 'NO'} (combined trace hash of every seed)`,
+        target: { op: '>=', value: 2, met: ratio >= 2 },
+      });
+    } else {
+      recordResult({
+        benchmark: 'swarm-speed',
+        measure: `${strategy} swarm: seeds/s per core`,
+        subject: 'this build',
+        baseline: 'none (set BASE_DIR to compare with another build)',
+        unit: 'seeds/s per core',
+        runs: mine,
+        method,
+      });
+    }
+    row['failed seeds'] = failed;
+    rows.push(row);
+  }
+  console.log(table(rows));
+  if (!baseDir) console.log('(set BASE_DIR to a built checkout to compare with it; see the file header)');
+  if (mismatches > 0) {
+    console.error(`swarm-speed: ${mismatches} strategies ran different traces on the two builds (not the same runs)`);
+    process.exitCode = 1;
+  }
+}
+
+if (process.argv[2] === '--child') {
+  const [dist, strategy, first, count] = process.argv.slice(3);
+  await child(dist as string, strategy as Strategy, Number(first), Number(count));
+} else {
+  await main();
+}
