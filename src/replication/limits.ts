@@ -300,6 +300,23 @@ invariant(faultIntervalsMax > 0, 'the fault log keeps something');
  * status is shown) instead of holding the whole answer; a crashed node answers at once as `crashed`.
  */
 export const nodeCallDeadlineMs = 2_000;
+
+// ---- /metrics follower lag (routes/context.ts): the leaders' statuses, asked by one shared timer
+/**
+ * While /metrics is read, each cluster's leader is asked for its status once per this many ms (its
+ * followers' lag), a slice of the clusters every lagRefreshTickMs, so a scrape serialises the
+ * registry instead of waiting on a worker per cluster. A scrape asks a leader itself only when its
+ * last answer is older than lagStatusAgeMsMax (the first scrape, a leader just elected).
+ */
+export const lagRefreshMs = 1_000;
+export const lagRefreshTickMs = 100;
+export const lagStatusAgeMsMax = 2 * lagRefreshMs;
+/** The timer stops after this long without a scrape, ms (Prometheus scrapes every 15-60 s). */
+export const lagRefreshIdleMs = 300_000;
+invariant(
+  lagRefreshTickMs > 0 && lagRefreshTickMs <= lagRefreshMs && lagRefreshMs < lagStatusAgeMsMax,
+  'every leader is asked within its status age, in ticks no longer than the refresh',
+);
 /** Longest stall (`POST .../nodes/{id}/stall`: the node's thread blocked, a GC pause), ms; more is a 400. */
 export const nodeStallMsMax = 30_000;
 

@@ -26,6 +26,8 @@ export interface SimMetrics {
  */
 export class DeferredCounts {
   private readonly counts = new Map<string, Map<string, number>>();
+  /** Per cluster, the node ids whose counts were handed over (the series that exist), for removal. */
+  private readonly drained = new Map<string, Set<string>>();
 
   add(clusterId: string, nodeId: string): void {
     let byNode = this.counts.get(clusterId);
@@ -38,12 +40,28 @@ export class DeferredCounts {
 
   /** Hands every pending increment to `fn` and clears them. */
   drain(fn: (clusterId: string, nodeId: string, n: number) => void): void {
-    for (const [cid, byNode] of this.counts) for (const [nid, n] of byNode) fn(cid, nid, n);
+    for (const [cid, byNode] of this.counts) {
+      let seen = this.drained.get(cid);
+      if (seen === undefined) {
+        seen = new Set();
+        this.drained.set(cid, seen);
+      }
+      for (const [nid, n] of byNode) {
+        seen.add(nid);
+        fn(cid, nid, n);
+      }
+    }
     this.counts.clear();
+  }
+
+  /** The node ids of a cluster that `drain` has handed over at least once (each is a labelled series). */
+  drainedNodes(clusterId: string): ReadonlySet<string> {
+    return this.drained.get(clusterId) ?? new Set();
   }
 
   forget(clusterId: string): void {
     this.counts.delete(clusterId);
+    this.drained.delete(clusterId);
   }
 }
 

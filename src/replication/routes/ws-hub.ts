@@ -118,11 +118,46 @@ export class EventStream {
     if (hub.droppedTotal > before) this.onDropped(hub.droppedTotal - before);
   }
 
-  /** A deleted cluster: its numbering goes, and so does its link sampler. */
+  /** A deleted cluster: its numbering goes, and so does its link sampler (no walk over the other clusters). */
   forget(clusterId: string): void {
     this.eventSeq.delete(clusterId);
     this.stateSeq.delete(clusterId);
-    this.refreshLinkWatch();
+    if (this.samplers.delete(clusterId)) this.setLinkStatsTimer();
+  }
+
+  /**
+   * A new cluster: sampled at once when a client watches its links. It asks the clients (at most
+   * REPLSIM_WS_CLIENTS_MAX), not every cluster as refreshLinkWatch does, so creating N clusters
+   * costs O(N), not O(N^2).
+   */
+  clusterAdded(c: Cluster): void {
+    let on = false;
+    for (const client of this.hub.clients) {
+      if (this.watchesLinks(client, c.id)) {
+        on = true;
+        break;
+      }
+    }
+    if (!on || this.samplers.has(c.id)) return;
+    this.startSampling(c);
+    this.setLinkStatsTimer();
+  }
+
+  private startSampling(c: Cluster): void {
+    c.countMessageKinds(true);
+    const ops = (): OpCounts => ({ writes: c.writes, reads: c.reads, write_failures: c.writeFailures });
+    this.samplers.set(c.id, new LinkStatsSampler(c.fabric, performance.now(), ops));
+  }
+
+  /** One shared timer for every sampled cluster's link_stats, running while at least one is sampled. */
+  private setLinkStatsTimer(): void {
+    if (this.samplers.size > 0 && this.linkStatsTimer === undefined) {
+      this.linkStatsTimer = setInterval(() => this.sendLinkStats(), linkStatsIntervalMs);
+      this.linkStatsTimer.unref();
+    } else if (this.samplers.size === 0 && this.linkStatsTimer !== undefined) {
+      clearInterval(this.linkStatsTimer);
+      this.linkStatsTimer = undefined;
+    }
   }
 
   private watchesLinks(client: WsClient<WsData>, clusterId: string): boolean {
@@ -133,7 +168,7 @@ export class EventStream {
     );
   }
 
-  /** After a /ws client or a cluster came or went: which clusters' links are watched, and the timer. */
+  /** After a /ws client came, went or changed its watch: which clusters' links are watched, and the timer. */
   refreshLinkWatch(): void {
     let all = false;
     const watched = new Set<string>();
@@ -149,32 +184,26 @@ export class EventStream {
     for (const c of this.clusters.values()) {
       const on = all || watched.has(c.id);
       c.countMessageKinds(on);
-      if (on && !samplers.has(c.id)) {
-        const ops = (): OpCounts => ({ writes: c.writes, reads: c.reads, write_failures: c.writeFailures });
-        samplers.set(c.id, new LinkStatsSampler(c.fabric, performance.now(), ops));
-      }
+      if (on && !samplers.has(c.id)) this.startSampling(c);
       if (!on) samplers.delete(c.id);
     }
     for (const id of samplers.keys()) if (!this.clusters.has(id)) samplers.delete(id);
-    if (samplers.size > 0 && this.linkStatsTimer === undefined) {
-      this.linkStatsTimer = setInterval(() => this.sendLinkStats(), linkStatsIntervalMs);
-      this.linkStatsTimer.unref();
-    } else if (samplers.size === 0 && this.linkStatsTimer !== undefined) {
-      clearInterval(this.linkStatsTimer);
-      this.linkStatsTimer = undefined;
-    }
+    this.setLinkStatsTimer();
   }
 
   private sendLinkStats(): void {
     const now = performance.now();
+    // The clients that want link_stats at all, found once per tick rather than once per cluster.
+    const watchers: Array<WsClient<WsData>> = [];
+    for (const client of this.hub.clients) if (client.data.linkStats) watchers.push(client);
+    const timestamp = new Date().toISOString();
     for (const [clusterId, sampler] of this.samplers) {
       const data = sampler.sample(now);
       if (data === undefined) continue;
-      const timestamp = new Date().toISOString();
       const frame: LinkStatsFrame = { type: 'link_stats', cluster_id: clusterId, timestamp, seq: 0, data };
       // One text per seq numbering (with and without op events), built when a client needs it.
       const texts: [string | undefined, string | undefined] = [undefined, undefined];
-      for (const client of this.hub.clients) {
+      for (const client of watchers) {
         if (!this.watchesLinks(client, clusterId)) continue;
         const v = client.data.opEvents ? 0 : 1;
         let text = texts[v];
