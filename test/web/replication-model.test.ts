@@ -363,6 +363,38 @@ t.test('the book', async (t) => {
     t.equal(applyEvent(m, ev('write_received', 'n1', {}, 35)).resync, 'lost_events');
   });
 
+  t.test(
+    'a snapshot keeps the partitions and links objects while they are the same (the links redraw on change only)',
+    async (t) => {
+      const book = new ClusterBook();
+      const part = { p1: { id: 'p1', group_a: { n1: true }, group_b: { n2: true } } };
+      const snap = (commit: number, latency: number) => ({
+        cluster_id: cid,
+        seq: 40 + commit,
+        state: state('raft', [node('n1', 'leader', 'online', { commit_index: commit }), node('n2', 'follower')], {
+          partitions: part,
+        }),
+        links: [{ from: 'n1', to: 'n2', latency_ms: latency, drop_rate: 0 }],
+      });
+      book.finishResyncAll([state('raft', [node('n1', 'leader'), node('n2', 'follower')])]);
+      book.beginResync(cid);
+      book.finishResync(cid, snap(1, 40));
+      const first = book.get(cid)!;
+      book.beginResync(cid);
+      book.finishResync(cid, snap(2, 40));
+      const second = book.get(cid)!;
+      t.not(second, first, 'a commit index moved: a new model');
+      t.equal(second.partitions, first.partitions, 'the same partitions: the same object');
+      t.equal(second.links, first.links, 'the same link settings: the same object');
+      book.beginResync(cid);
+      book.finishResync(cid, snap(3, 50));
+      const third = book.get(cid)!;
+      t.not(third.links, second.links, 'a latency changed: a new links object');
+      t.same(third.links, { 'n1 n2': { latencyMs: 50, dropRate: 0 } });
+      t.equal(third.partitions, second.partitions);
+    },
+  );
+
   t.test('a snapshot that changes nothing leaves the model and the version alone', async (t) => {
     const book = new ClusterBook();
     const st = state('raft', [node('n1', 'leader'), node('n2', 'follower')], { leader_id: 'n1' });

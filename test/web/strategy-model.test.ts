@@ -28,6 +28,10 @@ import {
   sloppyQuorum,
   vclockRows,
   vclockKeysShownMax,
+  mergeVoteTraffic,
+  voteAskText,
+  voteNamesShownMax,
+  voteTraffic,
   vclockText,
 } from '../../web/replication/strategy-model.js';
 
@@ -114,6 +118,50 @@ t.test('raftElection: votes of the newest term, candidates, tally, under way', a
     'term 3 · commit 7 · voted for n2',
   );
   t.equal(raftBadge(nv('n1', 'follower', { commitIndex: 1 })), 'term ? · commit 1');
+});
+
+t.test('vote traffic from link_stats: who asks, who answers, merged over an election', async (t) => {
+  const l = (from: string, to: string, by_type: Record<string, number>) => ({ from, to, by_type });
+  const cases: Array<{ name: string; links: Array<ReturnType<typeof l>>; want: string[] }> = [
+    {
+      name: 'no vote message: nothing',
+      links: [l('n1', 'n2', { append: 3 }), l('n2', 'n1', { append_resp: 3 })],
+      want: [],
+    },
+    {
+      name: 'a candidate asking three, two answering',
+      links: [
+        l('n3', 'n1', { vote_req: 1 }),
+        l('n3', 'n2', { vote_req: 1 }),
+        l('n3', 'n10', { vote_req: 1, append: 2 }),
+        l('n10', 'n3', { vote_resp: 1 }),
+        l('n1', 'n3', { vote_resp: 2 }),
+      ],
+      want: ['n3 asked 3 nodes for votes; answers from n1, n10 (2)'],
+    },
+    {
+      name: 'a split vote: two candidates, in node order',
+      links: [l('n5', 'n4', { vote_req: 1 }), l('n2', 'n1', { vote_req: 1 }), l('n1', 'n2', { vote_resp: 1 })],
+      want: ['n2 asked 1 node for votes; answers from n1 (1)', 'n5 asked 1 node for votes; no answer yet'],
+    },
+    { name: 'zero counts are no traffic', links: [l('n1', 'n2', { vote_req: 0, vote_resp: 0 })], want: [] },
+  ];
+  for (const c of cases) t.same(voteTraffic(c.links).map(voteAskText), c.want, c.name);
+  const first = voteTraffic([l('n3', 'n1', { vote_req: 1 }), l('n3', 'n2', { vote_req: 1 })]);
+  const later = voteTraffic([
+    l('n1', 'n3', { vote_resp: 1 }),
+    l('n2', 'n3', { vote_resp: 1 }),
+    l('n4', 'n2', { vote_req: 1 }),
+  ]);
+  t.same(
+    mergeVoteTraffic(first, later).map(voteAskText),
+    ['n3 asked 2 nodes for votes; answers from n1, n2 (2)', 'n4 asked 1 node for votes; no answer yet'],
+    'answers of a later interval join the requests of an earlier one',
+  );
+  const many = Array.from({ length: voteNamesShownMax + 2 }, (_, i) => l(`n${i + 2}`, 'n1', { vote_resp: 1 }));
+  t.match(voteAskText(voteTraffic(many)[0]!), / and 2 more \(14\)$/, 'past voteNamesShownMax names, the rest counted');
+  const exact = many.slice(0, voteNamesShownMax);
+  t.notMatch(voteAskText(voteTraffic(exact)[0]!), /more/, 'exactly voteNamesShownMax names: all listed');
 });
 
 t.test('the page model carries the raft term and vote from the state, and sees them change', async (t) => {

@@ -20,8 +20,15 @@ import { HistoryPanel } from './history.js';
 import { ClockSkewControl, StrategyPanel, TopologyOverlay, watchSkews } from './strategy-views.js';
 import { chosenLink, cpath, faultMessage, selectedCluster, selectedNodes } from './ui-state.js';
 import { TimeTravelPanel, travelledModel } from './timeline-panel.js';
+import { pure } from './pure.js';
 
 export const strategies = ['raft', 'single_leader', 'multi_leader', 'leaderless'] as const;
+
+// Panels whose props do not change with the model: they redraw on their own signals only, not on
+// every model update (index updates arrive several times a second under load).
+const Load = pure(LoadPanel, 'LoadPanel');
+const History = pure(HistoryPanel, 'HistoryPanel');
+const Events = pure(EventList, 'EventList');
 /** The create form's bounds on Nodes (the server enforces its own, nodeCountMax). */
 export const nodesInputMin = 1;
 export const nodesInputMax = 64;
@@ -69,7 +76,7 @@ export function App({ store }: { store: ReplicationStore }): JSX.Element {
                 <Topology cluster={travelledModel(store, c)} overlay={TopologyOverlay} />
               </MessageFlow>
               <Legend />
-              <StrategyPanel cluster={c} />
+              <StrategyPanel store={store} cluster={c} />
             </section>
             <div class="area-side">
               <FaultPanel store={store} cluster={c} />
@@ -85,14 +92,14 @@ export function App({ store }: { store: ReplicationStore }): JSX.Element {
               <ConsolePanel cluster={c} />
               <NodeTable cluster={c} />
               <NodeDrawer store={store} cluster={c} />
-              <EventList store={store} clusterId={c.id} />
+              <Events store={store} clusterId={c.id} />
             </div>
             {/* Room for the next views: message flow (Canvas), history timeline, node drawer, scenarios. */}
             <div class="area-flow">
-              <LoadPanel store={store} cluster={c} />
+              <Load store={store} clusterId={c.id} />
             </div>
             <div class="area-history">
-              <HistoryPanel key={c.id} store={store} clusterId={c.id} />
+              <History key={c.id} store={store} clusterId={c.id} />
             </div>
           </div>
         )}

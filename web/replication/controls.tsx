@@ -1,14 +1,16 @@
 /**
  * The replication page's controls: node faults on the selection (pause, resume, crash, restart,
- * remove, add), partition and heal, a link's latency and drop rate, the console (write, read,
- * delete with the answer, the node and the latency), and the nodes table. Each calls the API and
- * shows its outcome; the page learns the effect from events and snapshots like any change.
+ * remove, add), partition and heal, opening the link of two selected nodes, a link's latency, drop
+ * rate and cut, the console (write, read, delete with the answer, the node and the latency), and the
+ * nodes table. Each calls the API and shows its outcome; the page learns the effect from events
+ * and snapshots like any change.
  */
 import { useState } from 'preact/hooks';
 import type { JSX } from 'preact';
 import { api, type ApiResult } from '../shared/api.js';
 import { linkId, partitionRequest, type ClusterModel, type NodeView } from './model.js';
 import type { ReplicationStore } from './store.js';
+import { pure } from './pure.js';
 
 /** Events listed per cluster (the store keeps more, over every cluster). */
 export const recentShown = 30;
@@ -110,6 +112,18 @@ export function FaultPanel({ store, cluster }: { store: ReplicationStore; cluste
         <button type="button" class="secondary" onClick={() => (selectedNodes.value = [])}>
           Clear selection
         </button>
+        {/* The keyboard's way to a link (and the only one to a painted link besides a click on it). */}
+        <button
+          type="button"
+          class="secondary"
+          disabled={sel.length !== 2}
+          title="Select exactly two nodes to open the link between them"
+          onClick={() => {
+            if (sel.length === 2) chosenLink.value = [sel[0] as string, sel[1] as string];
+          }}
+        >
+          Open link
+        </button>
       </div>
       <p class="muted" style={{ margin: '4px 0' }}>
         Partitions:{' '}
@@ -164,6 +178,19 @@ export function LinkForm({
         : { text: `set ${ms} ms, drop ${rate} on ${a}${both ? '↔' : '→'}${b}`, error: false },
     );
   };
+  // A partition of just these two nodes: the link is cut both ways, every other link stays (Heal undoes it).
+  const cut = async (): Promise<void> => {
+    const r = await api.post<{ partition_id: string }>(cpath(cluster.id, '/network/partition'), {
+      group_a: [a],
+      group_b: [b],
+    });
+    store.refreshSoon(cluster.id, 0);
+    setMsg(
+      r.ok
+        ? { text: `cut ${a}↔${b} (partition ${r.body.partition_id})`, error: false }
+        : { text: `cut failed: ${r.error}`, error: true },
+    );
+  };
   return (
     <section class="panel" aria-labelledby="link-h">
       <h2 id="link-h">
@@ -204,6 +231,9 @@ export function LinkForm({
         </div>
         <div class="row">
           <button type="submit">Apply to link</button>
+          <button type="button" class="danger" onClick={() => void cut()}>
+            Cut link
+          </button>
           <button type="button" class="secondary" onClick={() => (chosenLink.value = null)}>
             Close link
           </button>
@@ -423,17 +453,15 @@ export function NodeTable({ cluster }: { cluster: ClusterModel }): JSX.Element {
           {cluster.nodeIds.map((id) => {
             const n = cluster.nodes[id] as NodeView;
             return (
-              <tr key={id}>
-                <td>{id}</td>
-                <td>
-                  {n.role}
-                  {n.staleLeader ? ' (stale)' : ''}
-                </td>
-                <td>{n.removed ? 'removed' : n.state}</td>
-                <td>{n.commitIndex}</td>
-                <td>{n.lastApplied}</td>
-                <td>{n.lag}</td>
-              </tr>
+              <NodeRow
+                key={id}
+                id={id}
+                role={`${n.role}${n.staleLeader ? ' (stale)' : ''}`}
+                state={n.removed ? 'removed' : n.state}
+                commit={n.commitIndex}
+                applied={n.lastApplied}
+                lag={n.lag}
+              />
             );
           })}
         </tbody>
@@ -441,6 +469,21 @@ export function NodeTable({ cluster }: { cluster: ClusterModel }): JSX.Element {
     </section>
   );
 }
+
+/** One node's row: redrawn only when one of its cells changes. */
+const NodeRow = pure(
+  (p: { id: string; role: string; state: string; commit: number; applied: number; lag: number }) => (
+    <tr>
+      <td>{p.id}</td>
+      <td>{p.role}</td>
+      <td>{p.state}</td>
+      <td>{p.commit}</td>
+      <td>{p.applied}</td>
+      <td>{p.lag}</td>
+    </tr>
+  ),
+  'NodeRow',
+);
 
 /** Shown per event in the list: the most telling fields of its data. */
 const eventDataShown = ['reason', 'state', 'term', 'epoch', 'partition_id', 'group_a', 'group_b', 'voters', 'count'];

@@ -3,7 +3,8 @@
  * links, coloured by type, dropped ones stopping at the break with an x and fading, the busiest
  * links' rates written beside them and listed for screen readers. Fed by the store's `link_stats`
  * frames through flow-model.ts; the animation runs only while the page is visible and something
- * moves, and draws one path per colour with no allocation per dot.
+ * moves, and draws one fill colour at a time with no allocation per dot or per frame (the labels'
+ * texts and the font are made when they change).
  */
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -20,6 +21,8 @@ export const flowLabelRefreshMs = 500;
 const dotHalf = 2.2;
 
 type Rate = { a: string; b: string; ratePerS: number; dropShare: number };
+/** A rate label as drawn: its text and colour made when the labels are refreshed, not per frame. */
+type Label = Rate & { text: string; color: string };
 
 export function MessageFlow({
   store,
@@ -57,7 +60,10 @@ export function MessageFlow({
     const pa: Point = { x: 0, y: 0 };
     const pb: Point = { x: 0, y: 0 };
     const out = { x: 0, y: 0, alpha: 1, stoppedAtDrop: false };
-    let labels: Rate[] = [];
+    let labels: Label[] = [];
+    let font = '';
+    const toLabels = (rs: Rate[]): Label[] =>
+      rs.map((r) => ({ ...r, text: `${rateText(r.ratePerS)}/s`, color: r.dropShare > 0.01 ? '#b91c1c' : '#0f172a' }));
     let raf = 0;
     let running = false;
     let lastLabelsMs = 0;
@@ -73,6 +79,7 @@ export function MessageFlow({
       h = canvas.clientHeight;
       canvas.width = Math.max(1, Math.round(w * dpr));
       canvas.height = Math.max(1, Math.round(h * dpr));
+      font = `${Math.round(11 * dpr)}px system-ui, sans-serif`;
     };
     resize();
     const ro = new ResizeObserver(() => {
@@ -153,13 +160,14 @@ export function MessageFlow({
       ctx.globalAlpha = 1;
       // The busiest links' rates, at their middles.
       if (labels.length > 0) {
-        ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`;
+        ctx.font = font;
         ctx.textAlign = 'center';
-        for (const r of labels) {
+        for (let k = 0; k < labels.length; k++) {
+          const r = labels[k] as Label;
           const a = pos.get(r.a);
           const b = pos.get(r.b);
           if (!a || !b) continue;
-          const text = `${rateText(r.ratePerS)}/s`;
+          const text = r.text;
           const x = ox + ((a.x + b.x) / 2) * s;
           const y = oy + ((a.y + b.y) / 2) * s + 14 * dpr;
           const tw = ctx.measureText(text).width;
@@ -170,7 +178,7 @@ export function MessageFlow({
             Math.round(tw + 6 * dpr),
             Math.round(13 * dpr),
           );
-          ctx.fillStyle = r.dropShare > 0.01 ? '#b91c1c' : '#0f172a';
+          ctx.fillStyle = r.color;
           ctx.fillText(text, x, y);
         }
       }
@@ -181,8 +189,9 @@ export function MessageFlow({
     const refreshLabels = (now: number): void => {
       if (now - lastLabelsMs < flowLabelRefreshMs) return;
       lastLabelsMs = now;
-      labels = model.busiest(flowLabelsMax);
-      setRates(labels);
+      const busiest = model.busiest(flowLabelsMax);
+      labels = toLabels(busiest);
+      setRates(busiest);
       setTotal(model.totalRatePerS());
       canvas.dataset['dots'] = String(model.count);
       canvas.dataset['spawned'] = String(model.spawned);
@@ -201,8 +210,9 @@ export function MessageFlow({
       if (model.active() && document.visibilityState === 'visible') raf = requestAnimationFrame(frame);
       else {
         running = false;
-        labels = model.busiest(flowLabelsMax);
-        setRates(labels);
+        const busiest = model.busiest(flowLabelsMax);
+        labels = toLabels(busiest);
+        setRates(busiest);
         setTotal(model.totalRatePerS());
         draw(now);
       }

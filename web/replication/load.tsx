@@ -19,7 +19,7 @@ import {
   quantile,
   type LoadSettings,
 } from './flow-model.js';
-import type { ClusterModel, FrameWire, NodeView } from './model.js';
+import type { FrameWire, NodeView } from './model.js';
 import type { ReplicationStore } from './store.js';
 import { cpath } from './ui-state.js';
 
@@ -48,41 +48,52 @@ const emptyBucket = (): Bucket => ({
   dropped: 0,
 });
 
-/** The charts' columns: xs in Unix seconds, one array per series. */
+/** The measures sampled once a second (each a column of the charts). */
+type Measure = 'ok' | 'server' | 'p50' | 'p99' | 'lagMax' | 'dropped' | 'failed';
+
+/** The charts' columns: xs in Unix seconds, one array per measure, aligned with xs (null: no value). */
 interface Columns {
   xs: number[];
-  ok: Array<number | null>;
-  server: Array<number | null>;
-  p50: Array<number | null>;
-  p99: Array<number | null>;
-  lagMax: Array<number | null>;
-  dropped: Array<number | null>;
-  failed: Array<number | null>;
+  ys: Record<Measure, Array<number | null>>;
 }
 
 const emptyColumns = (): Columns => ({
   xs: [],
-  ok: [],
-  server: [],
-  p50: [],
-  p99: [],
-  lagMax: [],
-  dropped: [],
-  failed: [],
+  ys: { ok: [], server: [], p50: [], p99: [], lagMax: [], dropped: [], failed: [] },
 });
 
-const throughputSeries: SeriesSpec[] = [
-  { label: 'page answers', color: '#2563eb', unit: 'ops/s' },
-  { label: 'server', color: '#16a34a', unit: 'ops/s' },
-];
-const latencySeries: SeriesSpec[] = [
-  { label: 'p50', color: '#0891b2', unit: 'ms' },
-  { label: 'p99', color: '#d97706', unit: 'ms' },
-];
-const lagSeries: SeriesSpec[] = [{ label: 'max lag', color: '#9333ea', unit: 'entries' }];
-const dropSeries: SeriesSpec[] = [
-  { label: 'messages dropped', color: '#dc2626', unit: '/s' },
-  { label: 'failed ops', color: '#64748b', unit: '/s' },
+/** The columns with one more point, the oldest cut past `windowS` points (new arrays: the charts redraw on a new xs). */
+function appendPoint(old: Columns, x: number, point: Record<Measure, number | null>, windowS: number): Columns {
+  const cut = old.xs.length >= windowS ? 1 : 0;
+  const ys = {} as Record<Measure, Array<number | null>>;
+  for (const k of Object.keys(old.ys) as Measure[]) ys[k] = [...old.ys[k].slice(cut), point[k]];
+  return { xs: [...old.xs.slice(cut), x], ys };
+}
+
+/** The load view's charts: each a title and its series, one per measure it draws. */
+const loadCharts: ReadonlyArray<{ title: string; series: ReadonlyArray<SeriesSpec & { measure: Measure }> }> = [
+  {
+    title: 'Throughput',
+    series: [
+      { measure: 'ok', label: 'page answers', color: '#2563eb', unit: 'ops/s' },
+      { measure: 'server', label: 'server', color: '#16a34a', unit: 'ops/s' },
+    ],
+  },
+  {
+    title: 'Latency',
+    series: [
+      { measure: 'p50', label: 'p50', color: '#0891b2', unit: 'ms' },
+      { measure: 'p99', label: 'p99', color: '#d97706', unit: 'ms' },
+    ],
+  },
+  { title: 'Replication lag', series: [{ measure: 'lagMax', label: 'max lag', color: '#9333ea', unit: 'entries' }] },
+  {
+    title: 'Drops',
+    series: [
+      { measure: 'dropped', label: 'messages dropped', color: '#dc2626', unit: '/s' },
+      { measure: 'failed', label: 'failed ops', color: '#64748b', unit: '/s' },
+    ],
+  },
 ];
 
 /** The generator: its schedule, its clients' busy flags, and the keys it has written (reads go only there). */
@@ -153,7 +164,8 @@ class LoadRunner {
   }
 }
 
-export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster: ClusterModel }): JSX.Element {
+/** Props are the store and the cluster's id only: the panel does not redraw with every model update. */
+export function LoadPanel({ store, clusterId }: { store: ReplicationStore; clusterId: string }): JSX.Element {
   const [clients, setClients] = useState('4');
   const [rate, setRate] = useState('50');
   const [keys, setKeys] = useState('100');
@@ -164,14 +176,12 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
   const [started, setStarted] = useState({ started: 0, skipped: 0 });
   const runner = useRef<LoadRunner | null>(null);
   const bucket = useRef<Bucket>(emptyBucket());
-  const clusterRef = useRef(cluster);
-  clusterRef.current = cluster;
 
   useEffect(() => {
     bucket.current = emptyBucket();
     setCols(emptyColumns());
     const onFrame = (f: FrameWire): void => {
-      if (f.type !== 'link_stats' || f.cluster_id !== clusterRef.current.id) return;
+      if (f.type !== 'link_stats' || f.cluster_id !== clusterId) return;
       const d = decodeLinkStats(f.data);
       if (d === null) return;
       const b = bucket.current;
@@ -186,26 +196,30 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
       bucket.current = emptyBucket();
       const lat = b.latencies.subarray(0, b.n);
       let lagMax = 0;
-      const c = clusterRef.current;
-      for (const id of c.nodeIds) {
-        const n = c.nodes[id] as NodeView;
-        if (!n.removed && n.lag > lagMax) lagMax = n.lag;
-      }
+      // The model as it is now (the store's book, not the last redraw's copy).
+      const c = store.book.get(clusterId);
+      if (c)
+        for (const id of c.nodeIds) {
+          const n = c.nodes[id] as NodeView;
+          if (!n.removed && n.lag > lagMax) lagMax = n.lag;
+        }
       const measuring = runner.current?.running === true;
-      setCols((old) => {
-        const cut = old.xs.length >= chartWindowS ? 1 : 0;
-        const push = <T,>(xs: T[], v: T): T[] => [...xs.slice(cut), v];
-        return {
-          xs: push(old.xs, Math.round(Date.now() / 1000)),
-          ok: push(old.ok, measuring || b.ok > 0 ? b.ok : null),
-          server: push(old.server, b.serverOps),
-          p50: push(old.p50, b.n > 0 ? quantile(lat, 0.5) : null),
-          p99: push(old.p99, b.n > 0 ? quantile(lat, 0.99) : null),
-          lagMax: push(old.lagMax, lagMax),
-          dropped: push(old.dropped, b.dropped),
-          failed: push(old.failed, measuring || b.failed > 0 ? b.failed : null),
-        };
-      });
+      setCols((old) =>
+        appendPoint(
+          old,
+          Math.round(Date.now() / 1000),
+          {
+            ok: measuring || b.ok > 0 ? b.ok : null,
+            server: b.serverOps,
+            p50: b.n > 0 ? quantile(lat, 0.5) : null,
+            p99: b.n > 0 ? quantile(lat, 0.99) : null,
+            lagMax,
+            dropped: b.dropped,
+            failed: measuring || b.failed > 0 ? b.failed : null,
+          },
+          chartWindowS,
+        ),
+      );
       if (runner.current)
         setStarted({ started: runner.current.schedule.started, skipped: runner.current.schedule.skipped });
     }, 1_000);
@@ -216,7 +230,7 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
       runner.current = null;
       setRunning(false);
     };
-  }, [store, cluster.id]);
+  }, [store, clusterId]);
 
   const start = (e: Event): void => {
     e.preventDefault();
@@ -233,7 +247,7 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
     }
     setError(null);
     runner.current?.stop();
-    runner.current = new LoadRunner(cluster.id, s, () => bucket.current);
+    runner.current = new LoadRunner(clusterId, s, () => bucket.current);
     runner.current.start();
     setRunning(true);
   };
@@ -302,28 +316,16 @@ export function LoadPanel({ store, cluster }: { store: ReplicationStore; cluster
               : 'Browsers open about six connections per server: past that, clients wait their turn.')}
       </p>
       <div class="charts">
-        <TimeChart
-          title="Throughput"
-          series={throughputSeries}
-          windowS={chartWindowS}
-          xs={cols.xs}
-          ys={[cols.ok, cols.server]}
-        />
-        <TimeChart
-          title="Latency"
-          series={latencySeries}
-          windowS={chartWindowS}
-          xs={cols.xs}
-          ys={[cols.p50, cols.p99]}
-        />
-        <TimeChart title="Replication lag" series={lagSeries} windowS={chartWindowS} xs={cols.xs} ys={[cols.lagMax]} />
-        <TimeChart
-          title="Drops"
-          series={dropSeries}
-          windowS={chartWindowS}
-          xs={cols.xs}
-          ys={[cols.dropped, cols.failed]}
-        />
+        {loadCharts.map((c) => (
+          <TimeChart
+            key={c.title}
+            title={c.title}
+            series={c.series}
+            windowS={chartWindowS}
+            xs={cols.xs}
+            ys={c.series.map((x) => cols.ys[x.measure])}
+          />
+        ))}
       </div>
     </section>
   );

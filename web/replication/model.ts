@@ -194,10 +194,12 @@ export function fromState(s: ClusterStateWire, previous?: ClusterModel): Cluster
       nodeIds.push(id);
     }
   }
-  const partitions: Record<string, PartitionView> = {};
+  const fresh: Record<string, PartitionView> = {};
   for (const [pid, p] of Object.entries(s.partitions)) {
-    partitions[pid] = { id: p.id, groupA: members(p.group_a), groupB: members(p.group_b) };
+    fresh[pid] = { id: p.id, groupA: members(p.group_a), groupB: members(p.group_b) };
   }
+  // The same partitions keep the same object: the views redraw the links only when it changes.
+  const partitions = previous && samePartitions(previous.partitions, fresh) ? previous.partitions : fresh;
   return {
     id: s.id,
     strategy: s.config.strategy,
@@ -215,12 +217,40 @@ export function fromState(s: ClusterStateWire, previous?: ClusterModel): Cluster
 
 /** A model from a snapshot: the state, the links' settings, and the seq the snapshot is at. */
 export function fromSnapshot(snap: SnapshotWire, previous?: ClusterModel): ClusterModel {
-  const links: Record<string, LinkSetting> = {};
+  const fresh: Record<string, LinkSetting> = {};
   for (const l of snap.links ?? []) {
     if (l.latency_ms > 0 || l.drop_rate > 0)
-      links[linkId(l.from, l.to)] = { latencyMs: l.latency_ms, dropRate: l.drop_rate };
+      fresh[linkId(l.from, l.to)] = { latencyMs: l.latency_ms, dropRate: l.drop_rate };
   }
+  const links = previous && sameLinks(previous.links, fresh) ? previous.links : fresh;
   return { ...fromState(snap.state, previous), links, lastSeq: snap.seq };
+}
+
+function samePartitions(
+  a: Readonly<Record<string, PartitionView>>,
+  b: Readonly<Record<string, PartitionView>>,
+): boolean {
+  if (a === b) return true;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const pid of ka) {
+    const x = a[pid] as PartitionView;
+    const y = b[pid];
+    if (!y || x.groupA.join() !== y.groupA.join() || x.groupB.join() !== y.groupB.join()) return false;
+  }
+  return true;
+}
+
+function sameLinks(a: Readonly<Record<string, LinkSetting>>, b: Readonly<Record<string, LinkSetting>>): boolean {
+  if (a === b) return true;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) {
+    const x = a[k] as LinkSetting;
+    const y = b[k];
+    if (!y || x.latencyMs !== y.latencyMs || x.dropRate !== y.dropRate) return false;
+  }
+  return true;
 }
 
 /** A placeholder for a cluster announced by `cluster_created`, until its state arrives. */
@@ -360,31 +390,25 @@ function applyBody(m: ClusterModel, f: FrameWire): Applied {
  * snapshot that changes nothing then leaves the model, and so the page, untouched.
  */
 export function sameCluster(a: ClusterModel, b: ClusterModel): boolean {
+  // Called on every event the page records (timeline.ts): parts an event leaves alone are shared
+  // by reference between the two models, and compared as such first.
+  if (a === b) return true;
   if (a.id !== b.id || a.strategy !== b.strategy || a.leaderId !== b.leaderId) return false;
-  if (a.nodeIds.length !== b.nodeIds.length || a.nodeIds.some((id, i) => b.nodeIds[i] !== id)) return false;
+  if (
+    a.nodeIds !== b.nodeIds &&
+    (a.nodeIds.length !== b.nodeIds.length || a.nodeIds.some((id, i) => b.nodeIds[i] !== id))
+  )
+    return false;
   for (const id of a.nodeIds) {
     const x = a.nodes[id] as NodeView;
     const y = b.nodes[id];
+    if (x === y) continue;
     if (!y) return false;
     // Optional fields (a raft term) count too: a model without them differs from one with them.
     if (Object.keys(x).length !== Object.keys(y).length) return false;
     for (const k of Object.keys(x) as Array<keyof NodeView>) if (x[k] !== y[k]) return false;
   }
-  const pa = Object.keys(a.partitions);
-  if (pa.length !== Object.keys(b.partitions).length) return false;
-  for (const pid of pa) {
-    const x = a.partitions[pid] as PartitionView;
-    const y = b.partitions[pid];
-    if (!y || x.groupA.join() !== y.groupA.join() || x.groupB.join() !== y.groupB.join()) return false;
-  }
-  const la = Object.keys(a.links);
-  if (la.length !== Object.keys(b.links).length) return false;
-  for (const k of la) {
-    const x = a.links[k] as LinkSetting;
-    const y = b.links[k];
-    if (!y || x.latencyMs !== y.latencyMs || x.dropRate !== y.dropRate) return false;
-  }
-  return true;
+  return samePartitions(a.partitions, b.partitions) && sameLinks(a.links, b.links);
 }
 
 /** Where a link between two nodes stands with the cluster's partitions: cut when they are on opposite sides. */

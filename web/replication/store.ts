@@ -4,7 +4,7 @@
  * whole list on every connect). Changes reach the views as signals, at most once per flush
  * interval however many events arrive. It draws nothing and decides nothing about the model.
  */
-import { signal, type Signal } from '@preact/signals';
+import { batch, signal, type Signal } from '@preact/signals';
 import { api } from '../shared/api.js';
 import { EventSocket } from '../shared/ws.js';
 import {
@@ -17,8 +17,17 @@ import {
 } from './model.js';
 import { LiveRecorder } from './timeline.js';
 
-/** Signals are refreshed at most this often while events stream in (the views redraw at this rate). */
+/**
+ * Signals are refreshed at most this often after a change the page must show soon (a role, a
+ * state, a partition); the refresh itself waits for the next animation frame, so the views redraw
+ * right before a frame is painted and never in the middle of one.
+ */
 export const flushIntervalMs = 50;
+/**
+ * After activity only (replicated entries, lag, client operations: thousands a second under load,
+ * each moving every node's indexes), the signals are refreshed at most this often.
+ */
+export const progressFlushMs = 200;
 /** An event that says less than happened (an election) is followed by a state fetch this much later. */
 export const refreshDelayMs = 300;
 /** After a failed list fetch, the next try waits this long. */
@@ -45,6 +54,9 @@ export class ReplicationStore {
   readonly recent: Signal<readonly FrameWire[]> = signal([]);
   private recentPending: FrameWire[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the pending flush timer fires (performance.now() ms); Infinity when none is pending. */
+  private flushDueAt = Infinity;
+  private frameRequested = false;
   private flushedVersion = -1;
   private refreshTimers = new Map<string, ReturnType<typeof setTimeout>>();
   /** Time travel: the bounded record of the cluster on screen (timeline.ts), fed below. */
@@ -105,7 +117,7 @@ export class ReplicationStore {
     this.run(this.book.applyFrame(f));
     if (f.cluster_id !== undefined && f.cluster_id === this.watchedId)
       this.recorder.onFrame(Date.now(), f, this.book.get(f.cluster_id));
-    this.scheduleFlush();
+    this.scheduleFlush(!unlisted.has(f.type));
   }
 
   private run(actions: BookAction[]): void {
@@ -163,10 +175,32 @@ export class ReplicationStore {
     this.scheduleFlush();
   }
 
-  private scheduleFlush(): void {
-    if (this.flushTimer !== undefined) return;
+  /** A refresh of the signals within flushIntervalMs (`soon`) or progressFlushMs, whichever is pending first. */
+  private scheduleFlush(soon = true): void {
+    const delay = soon ? flushIntervalMs : progressFlushMs;
+    const due = performance.now() + delay;
+    if (this.flushTimer !== undefined) {
+      if (due >= this.flushDueAt) return;
+      clearTimeout(this.flushTimer);
+    }
+    this.flushDueAt = due;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
+      this.flushDueAt = Infinity;
+      if (this.frameRequested) return;
+      // A hidden page paints no frame (and runs no frame callback): its signals are refreshed at once.
+      if (document.visibilityState !== 'visible') return this.flush();
+      this.frameRequested = true;
+      requestAnimationFrame(() => {
+        this.frameRequested = false;
+        this.flush();
+      });
+    }, delay);
+  }
+
+  /** Hands the batched changes to the signals (one redraw of the views that read them). */
+  private flush(): void {
+    batch(() => {
       if (this.recentPending.length > 0) {
         this.recent.value = [...this.recent.value, ...this.recentPending].slice(-recentEventsMax);
         this.recentPending = [];
@@ -175,6 +209,6 @@ export class ReplicationStore {
       if (this.book.version === this.flushedVersion) return;
       this.flushedVersion = this.book.version;
       this.clusters.value = new Map(this.book.clusters());
-    }, flushIntervalMs);
+    });
   }
 }

@@ -59,6 +59,74 @@ export function raftBadge(n: NodeView): string {
   return parts.join(' · ');
 }
 
+/** Vote traffic one candidate drew in a link_stats interval (requests out, answers back). */
+export interface VoteAsk {
+  readonly candidate: string;
+  /** Nodes it sent a vote request to (pre-votes included: the wire type is the same). */
+  readonly asked: readonly string[];
+  /** Nodes that answered it (granted or not: the aggregates count messages, not their contents). */
+  readonly answeredBy: readonly string[];
+}
+
+/**
+ * Who asks whom for votes, and who answers, from one link_stats interval's per-type counts: the
+ * raft core has no vote event, and the nodes' statuses (voted_for) are fetched about once a
+ * second, after most elections are over; the message aggregates show them while they run.
+ */
+export function voteTraffic(
+  links: ReadonlyArray<{ from: string; to: string; by_type?: Record<string, number> }>,
+): VoteAsk[] {
+  const asked = new Map<string, Set<string>>();
+  const answered = new Map<string, Set<string>>();
+  const add = (m: Map<string, Set<string>>, k: string, v: string): void => {
+    const set = m.get(k) ?? new Set<string>();
+    set.add(v);
+    m.set(k, set);
+  };
+  for (const l of links) {
+    if ((l.by_type?.['vote_req'] ?? 0) > 0) add(asked, l.from, l.to);
+    if ((l.by_type?.['vote_resp'] ?? 0) > 0) add(answered, l.to, l.from);
+  }
+  const candidates = [...new Set([...asked.keys(), ...answered.keys()])].sort(byNodeId);
+  return candidates.map((c) => ({
+    candidate: c,
+    asked: [...(asked.get(c) ?? [])].sort(byNodeId),
+    answeredBy: [...(answered.get(c) ?? [])].sort(byNodeId),
+  }));
+}
+
+/** Merges a newer interval's vote traffic into what was seen (per candidate, the union of both). */
+export function mergeVoteTraffic(seen: readonly VoteAsk[], next: readonly VoteAsk[]): VoteAsk[] {
+  const out = new Map(seen.map((v) => [v.candidate, v]));
+  for (const v of next) {
+    const old = out.get(v.candidate);
+    out.set(
+      v.candidate,
+      old
+        ? {
+            candidate: v.candidate,
+            asked: [...new Set([...old.asked, ...v.asked])].sort(byNodeId),
+            answeredBy: [...new Set([...old.answeredBy, ...v.answeredBy])].sort(byNodeId),
+          }
+        : v,
+    );
+  }
+  return [...out.values()].sort((a, b) => byNodeId(a.candidate, b.candidate));
+}
+
+/** Node ids listed in a vote line at most (the rest counted). */
+export const voteNamesShownMax = 12;
+
+/** A candidate's vote traffic in words: `n5 asked 4 nodes; answers from n1, n2 (2)`. */
+export function voteAskText(v: VoteAsk): string {
+  const names =
+    v.answeredBy.length > voteNamesShownMax
+      ? `${v.answeredBy.slice(0, voteNamesShownMax).join(', ')} and ${v.answeredBy.length - voteNamesShownMax} more`
+      : v.answeredBy.join(', ');
+  const answers = v.answeredBy.length === 0 ? 'no answer yet' : `answers from ${names} (${v.answeredBy.length})`;
+  return `${v.candidate} asked ${v.asked.length} node${v.asked.length === 1 ? '' : 's'} for votes; ${answers}`;
+}
+
 /** Node ids in their natural order (n2 before n10). */
 export function byNodeId(a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true });

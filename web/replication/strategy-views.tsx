@@ -10,6 +10,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../shared/api.js';
 import type { ClusterModel, FrameWire, NodeView } from './model.js';
 import type { ReplicationStore } from './store.js';
+import { pure } from './pure.js';
 import { historyFaults } from './history.js';
 import { cpath, faultMessage, selectedNodes } from './ui-state.js';
 import {
@@ -32,7 +33,12 @@ import {
   vclockRows,
   type KeyConflict,
   type Suspicion,
+  mergeVoteTraffic,
+  voteAskText,
+  voteTraffic,
+  type VoteAsk,
 } from './strategy-model.js';
+import { decodeLinkStats } from './flow-model.js';
 
 /** Leaderless suspicion and hints, and multi-leader conflicts, are fetched this often while shown. */
 export const strategyRefreshMs = 1_000;
@@ -155,10 +161,16 @@ export function TopologyOverlay({
 }
 
 /** The panel of the cluster's strategy (none for single_leader, whose topology says it all). */
-export function StrategyPanel({ cluster }: { cluster: ClusterModel }): JSX.Element | null {
+export function StrategyPanel({
+  store,
+  cluster,
+}: {
+  store: ReplicationStore;
+  cluster: ClusterModel;
+}): JSX.Element | null {
   switch (cluster.strategy) {
     case 'raft':
-      return <RaftPanel cluster={cluster} />;
+      return <RaftPanel store={store} cluster={cluster} />;
     case 'leaderless':
       return <RingPanel key={cluster.id} cluster={cluster} />;
     case 'multi_leader':
@@ -168,7 +180,48 @@ export function StrategyPanel({ cluster }: { cluster: ClusterModel }): JSX.Eleme
   }
 }
 
-function RaftPanel({ cluster }: { cluster: ClusterModel }): JSX.Element {
+/** Vote messages seen within this long of each other belong to one election, ms. */
+export const voteTrafficGapMs = 1_500;
+/** The vote traffic of an election stays listed this long after its last vote message, ms. */
+export const voteTrafficShownMs = 5_000;
+/** While vote messages flow, the nodes' statuses (their votes) are fetched at most this often, ms. */
+export const voteRefreshMs = 250;
+
+/**
+ * The vote messages of the election under way (or just over), from the cluster's link_stats: who
+ * asks, who answers. Also fetches the statuses while they flow, so the votes cast show early.
+ */
+function useVoteTraffic(store: ReplicationStore, clusterId: string): { at: number; asks: VoteAsk[] } | null {
+  const seen = useSignal<{ at: number; asks: VoteAsk[] } | null>(null);
+  useEffect(() => {
+    seen.value = null;
+    let refreshedAt = 0;
+    const listener = (f: FrameWire): void => {
+      if (f.type !== 'link_stats' || f.cluster_id !== clusterId) return;
+      const d = decodeLinkStats(f.data);
+      if (d === null) return;
+      const asks = voteTraffic(d.links);
+      const now = Date.now();
+      const prev = seen.value;
+      if (asks.length === 0) {
+        if (prev !== null && now - prev.at > voteTrafficShownMs) seen.value = null;
+        return;
+      }
+      if (now - refreshedAt >= voteRefreshMs) {
+        refreshedAt = now;
+        store.refreshSoon(clusterId, 0);
+      }
+      const fresh = prev === null || now - prev.at > voteTrafficGapMs;
+      seen.value = { at: now, asks: fresh ? asks : mergeVoteTraffic(prev.asks, asks) };
+    };
+    store.listeners.add(listener);
+    return () => store.listeners.delete(listener);
+  }, [store, clusterId]);
+  return seen.value;
+}
+
+function RaftPanel({ store, cluster }: { store: ReplicationStore; cluster: ClusterModel }): JSX.Element {
+  const traffic = useVoteTraffic(store, cluster.id);
   const nodes = cluster.nodeIds.map((id) => cluster.nodes[id] as NodeView).filter((n) => !n.removed);
   const e = raftElection(nodes);
   const summary =
@@ -185,6 +238,16 @@ function RaftPanel({ cluster }: { cluster: ClusterModel }): JSX.Element {
     <section class="panel" aria-labelledby="raft-h">
       <h2 id="raft-h">Raft terms and votes</h2>
       <p aria-live="polite">{summary}</p>
+      {traffic !== null && (
+        <div class="vote-traffic">
+          <p class="muted">Vote messages of the latest election (counted on the links; an answer may be a refusal):</p>
+          <ul aria-label="Vote messages">
+            {traffic.asks.map((v) => (
+              <li key={v.candidate}>{voteAskText(v)}</li>
+            ))}
+          </ul>
+        </div>
+      )}
       <table class="compact">
         <thead>
           <tr>
@@ -197,22 +260,35 @@ function RaftPanel({ cluster }: { cluster: ClusterModel }): JSX.Element {
         </thead>
         <tbody>
           {nodes.map((n) => (
-            <tr key={n.id} class={n.id === cluster.leaderId ? 'leader-row' : ''}>
-              <td>{n.id}</td>
-              <td>
-                {n.role}
-                {n.state !== 'online' ? ` (${n.state})` : ''}
-              </td>
-              <td>{n.term ?? '?'}</td>
-              <td>{n.votedFor !== undefined && n.votedFor !== '' ? n.votedFor : '—'}</td>
-              <td>{n.commitIndex}</td>
-            </tr>
+            <RaftRow
+              key={n.id}
+              id={n.id}
+              leader={n.id === cluster.leaderId}
+              role={`${n.role}${n.state !== 'online' ? ` (${n.state})` : ''}`}
+              term={n.term ?? '?'}
+              vote={n.votedFor !== undefined && n.votedFor !== '' ? n.votedFor : '—'}
+              commit={n.commitIndex}
+            />
           ))}
         </tbody>
       </table>
     </section>
   );
 }
+
+/** One raft node's row: redrawn only when one of its cells changes. */
+const RaftRow = pure(
+  (p: { id: string; leader: boolean; role: string; term: number | string; vote: string; commit: number }) => (
+    <tr class={p.leader ? 'leader-row' : ''}>
+      <td>{p.id}</td>
+      <td>{p.role}</td>
+      <td>{p.term}</td>
+      <td>{p.vote}</td>
+      <td>{p.commit}</td>
+    </tr>
+  ),
+  'RaftRow',
+);
 
 /** Polls `fn` every strategyRefreshMs while the page is visible (and once at once). */
 function usePoll(fn: () => Promise<void>, deps: unknown[]): void {
