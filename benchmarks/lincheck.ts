@@ -323,7 +323,8 @@ for (const set of sets) {
   );
   if (haveTime)
     console.log(
-      `  CPU time        lincheck ${spread(linCpu)}  Porcupine ${spread(porCpu)}  ratio ${median(cpuRatios).toFixed(2)}`,
+      `  CPU time        lincheck ${spread(linCpu)}  Porcupine ${spread(porCpu)}  ` +
+        `ratio ${median(cpuRatios).toFixed(2)}`,
     );
   console.log(
     `  check only      lincheck ${spread(inProc.passMs)}  Porcupine ${spread(porCheck)}  ratio ` +
@@ -415,7 +416,8 @@ if (bundled && kvSet !== undefined) {
     ratio: median(ratios),
     ratioRuns: ratios,
     method:
-      'Wall time of the same CLI run from its esbuild bundle and from the tsc output, alternating; ratio = bundle ÷ modules.',
+      'Wall time of the same CLI run from its esbuild bundle and from the tsc output, alternating; ' +
+      'ratio = bundle ÷ modules.',
   });
 }
 const compileCache = (nodeModule as { enableCompileCache?: unknown }).enableCompileCache;

@@ -27,7 +27,9 @@ const result = await build({
   external: ['@opentelemetry/*', 'msgpackr-extract', 'pino', 'pino-pretty', 'piscina'],
   // CommonJS dependencies inside an ES module bundle need a require of their own.
   banner: {
-    js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
+    js:
+      "import { createRequire as __bundleRequire } from 'node:module'; " +
+      'const require = __bundleRequire(import.meta.url);',
   },
   legalComments: 'none',
   logLevel: 'warning',
@@ -37,5 +39,6 @@ const inputs = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('d
 writeFileSync(path.join(workersDir, 'node-actor.bundle.inputs.json'), JSON.stringify(inputs) + '\n');
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
 console.log(
-  `build-worker: node-actor.bundle.js ${bytes} B from ${inputs.length} dist files in ${(performance.now() - started).toFixed(0)} ms`,
+  `build-worker: node-actor.bundle.js ${bytes} B from ${inputs.length} dist files ` +
+    `in ${(performance.now() - started).toFixed(0)} ms`,
 );

@@ -62,7 +62,10 @@ const emptyColumns = (): Columns => ({
   ys: { ok: [], server: [], p50: [], p99: [], lagMax: [], dropped: [], failed: [] },
 });
 
-/** The columns with one more point, the oldest cut past `windowS` points (new arrays: the charts redraw on a new xs). */
+/**
+ * The columns with one more point, the oldest cut past `windowS` points (new arrays: the charts redraw
+ * on a new xs).
+ */
 function appendPoint(old: Columns, x: number, point: Record<Measure, number | null>, windowS: number): Columns {
   const cut = old.xs.length >= windowS ? 1 : 0;
   const ys = {} as Record<Measure, Array<number | null>>;

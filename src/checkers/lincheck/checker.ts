@@ -343,7 +343,8 @@ function explain(op: HistoryOp, end: number, placed: number, stateAfter: ModelSt
   const state = showValue(stateAfter);
   const caveat = minimal
     ? ''
-    : ' (It was not confirmed to be the earliest such operation: the time budget ran out, or only the verdict was asked for.)';
+    : ' (It was not confirmed to be the earliest such operation: the time budget ran out, ' +
+      'or only the verdict was asked for.)';
   return (
     `${describeOp(op)} ${describeInterval(op)} cannot be linearized. ` +
     `The history up to its completion at ${end} is linearizable ` +

@@ -240,8 +240,11 @@ const endsToken = (c: number): boolean => isSeparator(c) || c === C_CLOSE_BRACE 
  * The line Jepsen's kv histories are made of, `{:process P, :type :T, :f :F, :key "K", :value V}`
  * with V nil, a string without escapes or an integer of at most 15 digits, and its line break.
  */
-const usualLine =
-  /\{:process (0|[1-9]\d{0,14}), :type :(invoke|ok|fail|info), :f :([a-z]+), :key "([^"\\\n]*)", :value (?:(nil)|"([^"\\\n]*)"|(0|-?[1-9]\d{0,14}))\}[ \t,\r]*(?:\n|$)/y;
+const usualLine = new RegExp(
+  String.raw`\{:process (0|[1-9]\d{0,14}), :type :(invoke|ok|fail|info), :f :([a-z]+), ` +
+    String.raw`:key "([^"\\\n]*)", :value (?:(nil)|"([^"\\\n]*)"|(0|-?[1-9]\d{0,14}))\}[ \t,\r]*(?:\n|$)`,
+  'y',
+);
 
 /**
  * The fast path for the common shape, one flat operation map per line whose values are nil,
