@@ -10,7 +10,7 @@
  * in the back-to-back case), READY_BATCH_ROUNDS (default 1).
  */
 import { readFileSync } from 'node:fs';
-import { startChild, table, type Child } from './lib.js';
+import { childCpuMs, startChild, table, waitQuiet, type Child } from './lib.js';
 import { median, recordResult } from './results.js';
 
 const rounds = Number(process.env['READY_ROUNDS'] ?? 5);
@@ -29,30 +29,13 @@ const targets: Record<string, { op: '<='; value: number }> = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** User plus system CPU of a child process, every thread, ms (/proc/PID/stat; clock ticks of 10 ms). */
-function cpuMs(child: Child): number {
-  const f = readFileSync(`/proc/${child.proc.pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 function threads(child: Child): number {
   const m = /Threads:\s+(\d+)/.exec(readFileSync(`/proc/${child.proc.pid}/status`, 'utf8'));
   return m ? Number(m[1]) : NaN;
 }
 
-/** Waits until the server spends (almost) no CPU: its pool has refilled and nothing else runs. */
-async function quiet(child: Child): Promise<void> {
-  const until = performance.now() + quietWaitMsMax;
-  let last = cpuMs(child);
-  while (performance.now() < until) {
-    await sleep(quietWindowMs);
-    const now = cpuMs(child);
-    if (now - last < quietCpuMs) return;
-    last = now;
-  }
-  throw new Error(`server ${child.port} did not go quiet within ${quietWaitMsMax} ms`);
-}
+/** Waits until the server spends (almost) no CPU (lib.ts waitQuiet with this benchmark's bounds). */
+const quiet = (child: Child): Promise<void> => waitQuiet(child, quietCpuMs, quietWindowMs, quietWaitMsMax);
 
 async function post(base: string, p: string, body: unknown): Promise<{ status: number; body: unknown }> {
   const r = await fetch(base + p, {
@@ -120,9 +103,9 @@ try {
     ] as const) {
       for (const s of order) {
         for (const o of servers) await quiet(o.child);
-        const c0 = cpuMs(s.child);
+        const c0 = childCpuMs(s.child);
         const { ms: t } = await create(s.base, 'raft', nodes);
-        record(name, s.pool, t, cpuMs(s.child) - c0);
+        record(name, s.pool, t, childCpuMs(s.child) - c0);
         await reset(s.base);
       }
     }
@@ -135,10 +118,10 @@ try {
       await create(s.base, 'single_leader', 3);
       await reset(s.base);
       for (const o of servers) await quiet(o.child);
-      const c0 = cpuMs(s.child);
+      const c0 = childCpuMs(s.child);
       let total = 0;
       for (let i = 0; i < batch; i++) total += (await create(s.base, 'single_leader', 3)).ms;
-      record(batchName, s.pool, total / batch, (cpuMs(s.child) - c0) / batch);
+      record(batchName, s.pool, total / batch, (childCpuMs(s.child) - c0) / batch);
       await reset(s.base);
     }
   }

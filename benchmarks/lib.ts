@@ -3,6 +3,7 @@
  * (loopback only, bounded duration) and parse throughput and latency percentiles. Benchmarks
  * report ratios against a baseline measured in the same run, because the machines are noisy.
  */
+import { readFileSync } from 'node:fs';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -140,4 +141,27 @@ request = function()
   return wrk.format("POST", "${pathName}", nil, body)
 end
 `;
+}
+
+/** User plus system CPU of a child process, every thread, ms (/proc/PID/stat; clock ticks of 10 ms). */
+export function childCpuMs(child: Child): number {
+  const f = readFileSync(`/proc/${child.proc.pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * Waits until a server spends (almost) no CPU: less than `cpuMs` over each `windowMs` (its warm pool has
+ * refilled, nothing else runs); throws after `waitMsMax`.
+ */
+export async function waitQuiet(child: Child, cpuMs: number, windowMs: number, waitMsMax: number): Promise<void> {
+  const until = performance.now() + waitMsMax;
+  let last = childCpuMs(child);
+  while (performance.now() < until) {
+    await new Promise((r) => setTimeout(r, windowMs));
+    const now = childCpuMs(child);
+    if (now - last < cpuMs) return;
+    last = now;
+  }
+  throw new Error(`server ${child.port} did not go quiet within ${waitMsMax} ms`);
 }

@@ -15,7 +15,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { startChild, table, type Child } from './lib.js';
+import { childCpuMs, startChild, table, waitQuiet, type Child } from './lib.js';
 import { median, recordResult } from './results.js';
 
 const nodesPerCluster = 3;
@@ -111,25 +111,8 @@ async function reset(base: string): Promise<number> {
   return performance.now() - t0;
 }
 
-/** User plus system CPU of a child process, every thread, ms (/proc/PID/stat, 10 ms ticks). */
-function cpuMs(child: Child): number {
-  const f = readFileSync(`/proc/${child.proc.pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** Waits until the server spends (almost) no CPU: the pool has refilled (64 actors take seconds to boot). */
-async function quiet(child: Child): Promise<void> {
-  const until = performance.now() + quietWaitMsMax;
-  let last = cpuMs(child);
-  while (performance.now() < until) {
-    await sleep(quietWindowMs);
-    const now = cpuMs(child);
-    if (now - last < quietCpuMs) return;
-    last = now;
-  }
-  throw new Error(`the server did not go quiet within ${quietWaitMsMax} ms`);
-}
+/** Waits until the server spends (almost) no CPU (lib.ts waitQuiet with this benchmark's bounds). */
+const quiet = (child: Child): Promise<void> => waitQuiet(child, quietCpuMs, quietWindowMs, quietWaitMsMax);
 
 const rssMb = (child: Child): number => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.proc.pid}/status`, 'utf8'));
