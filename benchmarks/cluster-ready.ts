@@ -27,7 +27,6 @@ const targets: Record<string, { op: '<='; value: number }> = {
   [`${batch}x3 clusters back to back, mean per cluster`]: { op: '<=', value: 40 },
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function threads(child: Child): number {
   const m = /Threads:\s+(\d+)/.exec(readFileSync(`/proc/${child.proc.pid}/status`, 'utf8'));
