@@ -91,8 +91,15 @@ export interface SubmitOptions extends Target {
   json: boolean;
 }
 
-/** Queues first..last as ranges; ranges whose seeds are all recorded already are not queued again. */
-export async function submit(o: SubmitOptions, io: Io): Promise<number> {
+/**
+ * Runs `body` with the campaign's result store and queue (submit and report), closing both after it;
+ * an unreachable Redis is a usage error (exit 2) before anything runs.
+ */
+async function withCampaign(
+  o: { redisUrl: string; queue: string },
+  io: Io,
+  body: (store: ResultStore, queue: Queue) => Promise<number>,
+): Promise<number> {
   const c = await connect(o.redisUrl);
   if (!c.ok) {
     io.err(c.error);
@@ -102,6 +109,16 @@ export async function submit(o: SubmitOptions, io: Io): Promise<number> {
   const queue = new Queue(o.queue, { connection: bullConnection(o.redisUrl), prefix: queueKeyPrefix });
   queue.on('error', (e) => io.err(`queue: ${e.message}`));
   try {
+    return await body(store, queue);
+  } finally {
+    await queue.close();
+    c.redis.disconnect();
+  }
+}
+
+/** Queues first..last as ranges; ranges whose seeds are all recorded already are not queued again. */
+export async function submit(o: SubmitOptions, io: Io): Promise<number> {
+  return withCampaign(o, io, async (store, queue) => {
     const ranges = splitRanges(o.strategy, o.first, o.last, o.rangeSeeds);
     let rangesQueued = 0;
     let seedsQueued = 0;
@@ -145,10 +162,7 @@ export async function submit(o: SubmitOptions, io: Io): Promise<number> {
       );
     }
     return exitOk;
-  } finally {
-    await queue.close();
-    c.redis.disconnect();
-  }
+  });
 }
 
 export interface WorkerOptions extends Target {
@@ -276,15 +290,7 @@ export interface ReportOptions extends Target {
 }
 
 export async function report(o: ReportOptions, io: Io): Promise<number> {
-  const c = await connect(o.redisUrl);
-  if (!c.ok) {
-    io.err(c.error);
-    return exitUsage;
-  }
-  const store = new ResultStore(c.redis, o.queue);
-  const queue = new Queue(o.queue, { connection: bullConnection(o.redisUrl), prefix: queueKeyPrefix });
-  queue.on('error', (e) => io.err(`queue: ${e.message}`));
-  try {
+  return withCampaign(o, io, async (store, queue) => {
     let pending = await pendingRanges(queue);
     if (o.waitSecs !== null) {
       const deadline = Date.now() + o.waitSecs * 1000;
@@ -323,10 +329,7 @@ export async function report(o: ReportOptions, io: Io): Promise<number> {
     if (o.json) io.out(JSON.stringify(rep));
     else printReport(rep, failures, io);
     return reportExitCode(rep);
-  } finally {
-    await queue.close();
-    c.redis.disconnect();
-  }
+  });
 }
 
 function printReport(rep: Report, failures: StoredFailure[], io: Io): void {
