@@ -231,246 +231,280 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
     if (clusters.get(c.id) !== c) throw new HttpError(404, `cluster ${c.id} was deleted while the operation ran`);
   };
 
-  app.get('/api/v1/clusters/:id/convergence', async (req) => {
-    const c = getCluster(req);
-    return { status: 200, body: (await convergenceOf(c)).report };
-  });
+  app.get(
+    '/api/v1/clusters/:id/convergence',
+    async (req) => {
+      const c = getCluster(req);
+      return { status: 200, body: (await convergenceOf(c)).report };
+    },
+    { summary: 'Convergence check: do the online replicas hold the same data?' },
+  );
 
-  app.get('/api/v1/clusters/:id/linearizable', async (req) => {
-    const c = getCluster(req);
-    const timeoutMs = intParam(req, 'timeout_ms', lincheckTimeoutMsDefault, 1, lincheckTimeoutMsMax);
-    return { status: 200, body: await linearizabilityOf(c, timeoutMs) };
-  });
+  app.get(
+    '/api/v1/clusters/:id/linearizable',
+    async (req) => {
+      const c = getCluster(req);
+      const timeoutMs = intParam(req, 'timeout_ms', lincheckTimeoutMsDefault, 1, lincheckTimeoutMsMax);
+      return { status: 200, body: await linearizabilityOf(c, timeoutMs) };
+    },
+    {
+      summary: 'Linearizability of the recorded history (lincheck), with the explanation when it fails',
+      query: Type.Object({
+        timeout_ms: Type.Optional(
+          Type.String({ description: 'checker time budget, ms (1 to the limit in limits.ts)' }),
+        ),
+      }),
+    },
+  );
 
-  app.get('/api/v1/clusters/:id/invariants', async (req) => {
-    const c = getCluster(req);
-    const timeoutMs = intParam(req, 'timeout_ms', lincheckTimeoutMsDefault, 1, lincheckTimeoutMsMax);
-    const [conv, lin] = await Promise.all([convergenceOf(c), linearizabilityOf(c, timeoutMs)]);
-    const quorum = quorumOverlap(c.config, c.nodes.size);
-    const violations: string[] = [];
-    const { report } = conv;
-    if (!report.converged) {
-      const shown = report.diverged.slice(0, 5).map(describeDiverged).join('; ');
-      const more = report.diverged_total > 5 ? `; and ${report.diverged_total - 5} more` : '';
-      violations.push(
-        `convergence: ${report.diverged_total} of ${report.keys} keys differ across online replicas: ${shown}${more}`,
-      );
-    }
-    if (lin.linearizable === false && lin.violation) violations.push(`linearizability: ${lin.violation.message}`);
-    if (!quorum.ok) violations.push(`quorum overlap: ${quorum.detail}`);
-    const notes: string[] = [];
-    if (report.note !== undefined) notes.push(`convergence: ${report.note}`);
-    if (lin.note !== undefined) notes.push(`linearizability: ${lin.note}`);
-    const body: Record<string, unknown> = {
-      cluster_id: c.id,
-      ok: report.converged && lin.linearizable === true && quorum.ok,
-      converged: report.converged,
-      linearizable: lin.linearizable,
-      checks: {
-        convergence: {
-          ok: report.converged,
-          detail: report.converged
-            ? `all ${report.keys} keys agree across ${report.replicas.length} online replicas`
-            : `${report.diverged_total} of ${report.keys} keys diverged`,
-        },
-        linearizability: {
-          ok: lin.linearizable,
-          detail:
-            lin.verdict === 'linearizable'
-              ? `${lin.ops} recorded operations over ${lin.keys} keys are linearizable (register model)`
-              : lin.verdict === 'not-linearizable'
-                ? `violation on key ${JSON.stringify(lin.violation?.key)}`
-                : (lin.note ?? 'verdict unknown'),
-        },
-        quorum_overlap: quorum,
-      },
-      violations,
-    };
-    if (notes.length > 0) body['note'] = notes.join('; ');
-    return { status: 200, body };
-  });
-
-  app.post('/api/v1/clusters/:id/anti-entropy', async (req) => {
-    const c = getCluster(req);
-    const waitMs = intParam(req, 'wait_ms', antiEntropyWaitMsDefault, 0, antiEntropyWaitMsMax);
-    return exclusive(c, 'anti-entropy', async () => {
-      const started = performance.now();
-      const placement = placementOf(c);
-      const exchange = c.config.strategy === 'leaderless' || c.config.strategy === 'multi_leader';
-      const before = await snapshot(c);
-      const cmpBefore = compareReplicas(before.replicas, placement, Infinity);
-      const reference = c.config.strategy === 'raft' ? (await c.raftLeader())?.id : c.leaderId;
-      const trees = merkleRound(before.replicas, placement, reference);
-      const divergedBefore = new Set(cmpBefore.diverged.map((d) => d.key));
-      let after = cmpBefore;
-      let rounds = 0;
-      let polls = 0;
-      const deadline = performance.now() + waitMs;
-      while (!after.converged && performance.now() < deadline) {
-        if (exchange && polls % antiEntropyExchangeEveryPolls === 0) {
-          rounds++;
-          await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
-        } else c.kick();
-        polls++;
-        await sleep(Math.min(replicaComparePollMs, Math.max(0, deadline - performance.now())));
-        stillThere(c);
-        after = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
-      }
-      const divergedAfter = new Set(after.diverged.map((d) => d.key));
-      const reconciled = [...divergedBefore].filter((k) => !divergedAfter.has(k)).length;
-      const notes: string[] = [];
-      const pNote = placementNote(c, before.skipped);
-      if (pNote !== undefined) notes.push(pNote);
-      notes.push(
-        exchange
-          ? `${c.config.strategy}: replicas exchanged only the keys of differing Merkle buckets (custom control ` +
-              `anti_entropy), ${rounds} round(s)`
-          : `${c.config.strategy}: followers are repaired by the leader's log (retransmission or snapshot), not by a ` +
-              'replica exchange; this round measured the divergence and waited for that repair',
-      );
-      if (!after.converged)
-        notes.push(
-          `${after.divergedTotal} key(s) still differ after waiting ${waitMs} ms (an unreachable or lagging replica?)`,
+  app.get(
+    '/api/v1/clusters/:id/invariants',
+    async (req) => {
+      const c = getCluster(req);
+      const timeoutMs = intParam(req, 'timeout_ms', lincheckTimeoutMsDefault, 1, lincheckTimeoutMsMax);
+      const [conv, lin] = await Promise.all([convergenceOf(c), linearizabilityOf(c, timeoutMs)]);
+      const quorum = quorumOverlap(c.config, c.nodes.size);
+      const violations: string[] = [];
+      const { report } = conv;
+      if (!report.converged) {
+        const shown = report.diverged.slice(0, 5).map(describeDiverged).join('; ');
+        const more = report.diverged_total > 5 ? `; and ${report.diverged_total - 5} more` : '';
+        violations.push(
+          `convergence: ${report.diverged_total} of ${report.keys} keys differ across online replicas: ${shown}${more}`,
         );
-      const body = {
+      }
+      if (lin.linearizable === false && lin.violation) violations.push(`linearizability: ${lin.violation.message}`);
+      if (!quorum.ok) violations.push(`quorum overlap: ${quorum.detail}`);
+      const notes: string[] = [];
+      if (report.note !== undefined) notes.push(`convergence: ${report.note}`);
+      if (lin.note !== undefined) notes.push(`linearizability: ${lin.note}`);
+      const body: Record<string, unknown> = {
         cluster_id: c.id,
-        total_keys: cmpBefore.keys,
-        divergent_keys: cmpBefore.divergedTotal,
-        reconciled,
-        converged_after: after.converged,
-        still_divergent: after.divergedTotal,
-        method: exchange ? 'merkle_exchange' : 'log_repair',
-        rounds,
-        trees_compared: trees.pairs,
-        tree_nodes_compared: trees.nodesCompared,
-        divergent_leaves: trees.divergentLeaves,
-        elapsed_ms: Math.round(performance.now() - started),
-        note: notes.join('; '),
+        ok: report.converged && lin.linearizable === true && quorum.ok,
+        converged: report.converged,
+        linearizable: lin.linearizable,
+        checks: {
+          convergence: {
+            ok: report.converged,
+            detail: report.converged
+              ? `all ${report.keys} keys agree across ${report.replicas.length} online replicas`
+              : `${report.diverged_total} of ${report.keys} keys diverged`,
+          },
+          linearizability: {
+            ok: lin.linearizable,
+            detail:
+              lin.verdict === 'linearizable'
+                ? `${lin.ops} recorded operations over ${lin.keys} keys are linearizable (register model)`
+                : lin.verdict === 'not-linearizable'
+                  ? `violation on key ${JSON.stringify(lin.violation?.key)}`
+                  : (lin.note ?? 'verdict unknown'),
+          },
+          quorum_overlap: quorum,
+        },
+        violations,
       };
-      publish(c.id, {
-        type: 'anti_entropy',
-        data: {
-          divergent_keys: body.divergent_keys,
+      if (notes.length > 0) body['note'] = notes.join('; ');
+      return { status: 200, body };
+    },
+    {
+      summary: 'Convergence, linearizability and quorum overlap in one report',
+      query: Type.Object({
+        timeout_ms: Type.Optional(
+          Type.String({ description: 'checker time budget, ms (1 to the limit in limits.ts)' }),
+        ),
+      }),
+    },
+  );
+
+  app.post(
+    '/api/v1/clusters/:id/anti-entropy',
+    async (req) => {
+      const c = getCluster(req);
+      const waitMs = intParam(req, 'wait_ms', antiEntropyWaitMsDefault, 0, antiEntropyWaitMsMax);
+      return exclusive(c, 'anti-entropy', async () => {
+        const started = performance.now();
+        const placement = placementOf(c);
+        const exchange = c.config.strategy === 'leaderless' || c.config.strategy === 'multi_leader';
+        const before = await snapshot(c);
+        const cmpBefore = compareReplicas(before.replicas, placement, Infinity);
+        const reference = c.config.strategy === 'raft' ? (await c.raftLeader())?.id : c.leaderId;
+        const trees = merkleRound(before.replicas, placement, reference);
+        const divergedBefore = new Set(cmpBefore.diverged.map((d) => d.key));
+        let after = cmpBefore;
+        let rounds = 0;
+        let polls = 0;
+        const deadline = performance.now() + waitMs;
+        while (!after.converged && performance.now() < deadline) {
+          if (exchange && polls % antiEntropyExchangeEveryPolls === 0) {
+            rounds++;
+            await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
+          } else c.kick();
+          polls++;
+          await sleep(Math.min(replicaComparePollMs, Math.max(0, deadline - performance.now())));
+          stillThere(c);
+          after = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
+        }
+        const divergedAfter = new Set(after.diverged.map((d) => d.key));
+        const reconciled = [...divergedBefore].filter((k) => !divergedAfter.has(k)).length;
+        const notes: string[] = [];
+        const pNote = placementNote(c, before.skipped);
+        if (pNote !== undefined) notes.push(pNote);
+        notes.push(
+          exchange
+            ? `${c.config.strategy}: replicas exchanged only the keys of differing Merkle buckets (custom control ` +
+                `anti_entropy), ${rounds} round(s)`
+            : `${c.config.strategy}: followers are repaired by the leader's log (retransmission or snapshot), not by a ` +
+                'replica exchange; this round measured the divergence and waited for that repair',
+        );
+        if (!after.converged)
+          notes.push(
+            `${after.divergedTotal} key(s) still differ after waiting ${waitMs} ms (an unreachable or lagging replica?)`,
+          );
+        const body = {
+          cluster_id: c.id,
+          total_keys: cmpBefore.keys,
+          divergent_keys: cmpBefore.divergedTotal,
           reconciled,
           converged_after: after.converged,
-          method: body.method,
-        },
+          still_divergent: after.divergedTotal,
+          method: exchange ? 'merkle_exchange' : 'log_repair',
+          rounds,
+          trees_compared: trees.pairs,
+          tree_nodes_compared: trees.nodesCompared,
+          divergent_leaves: trees.divergentLeaves,
+          elapsed_ms: Math.round(performance.now() - started),
+          note: notes.join('; '),
+        };
+        publish(c.id, {
+          type: 'anti_entropy',
+          data: {
+            divergent_keys: body.divergent_keys,
+            reconciled,
+            converged_after: after.converged,
+            method: body.method,
+          },
+        });
+        return { status: 200, body };
       });
-      return { status: 200, body };
-    });
-  });
+    },
+    { summary: 'Run Merkle-tree anti-entropy between replicas (leaderless)' },
+  );
 
-  app.post('/api/v1/clusters/:id/reconfigure/add-node', async (req) => {
-    const c = getCluster(req);
-    if (c.config.strategy !== 'leaderless') {
-      throw new HttpError(
-        400,
-        `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} ` +
-          `(use POST /api/v1/clusters/${c.id}/nodes)`,
-      );
-    }
-    if (c.nodes.size >= nodeCountMax) throw new HttpError(409, `a cluster has at most ${nodeCountMax} nodes`);
-    ctx.checkNodeRoom?.(1);
-    return exclusive(c, 'add-node', async () => {
-      const started = performance.now();
-      const old: Quorum = [c.config.quorum_n, c.config.quorum_w, c.config.quorum_r];
-      const membersBefore = c.nodes.size;
-      const plan = addNodePlan(old, membersBefore);
-      const drainMs = c.timings.requestTimeoutMs + addNodeDrainMarginMs;
-      const phases: string[] = [];
-
-      // Phase 1: widen on the old ring. Each old quorum meets each widened one.
-      await setQuorum(c, plan.widen);
-      phases.push(
-        `widen: every node now coordinates with ${showQuorum(plan.widen)} on the old ring of ${membersBefore} nodes ` +
-          `(was ${showQuorum(old)}); waited ${drainMs} ms for requests under the old quorum to finish`,
-      );
-      await sleep(drainMs);
-      stillThere(c);
-
-      // Phase 2: join under the widened quorum. The new node starts with it; the others learn the new ring.
-      c.config.quorum_n = plan.joint[0];
-      c.config.quorum_w = plan.joint[1];
-      c.config.quorum_r = plan.joint[2];
-      const added = await c.addNode().catch((err: unknown) => {
-        // A refusal with a code (a crashed peer, no leader) keeps its table status; anything else is a bug.
-        const status = err instanceof ReplicationError ? statusOf(err.code, 'control') : 500;
-        throw new HttpError(status, `adding the node failed: ${(err as Error).message}`);
-      });
-      publish(c.id, {
-        type: 'node_state_changed',
-        node_id: added.id,
-        data: { state: 'online', reason: 'added', reconfigure: true },
-      });
-      await setQuorum(c, plan.joint);
-      phases.push(
-        `join: ${added.id} added to the ring under ${showQuorum(plan.joint)}; nodes whose keys it now replicates ` +
-          `stream them to it; waited ${drainMs} ms for requests under the widened old-ring quorum to finish`,
-      );
-      await sleep(drainMs);
-      stillThere(c);
-
-      // Phase 3: stream until the new replica sets agree (anti-entropy on top of the key transfers).
-      const placement = placementOf(c);
-      const streamDeadline = performance.now() + addNodeStreamWaitMsMax;
-      let rounds = 0;
-      let cmp: Comparison | undefined;
-      let pending = 0;
-      for (;;) {
-        rounds++;
-        await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
-        await sleep(replicaComparePollMs * 2);
-        stillThere(c);
-        const statuses = await withinMs(c.statuses(), checkerNodeCallDeadlineMs);
-        pending = 0;
-        for (const s of statuses?.values() ?? []) {
-          const p = s.extra?.['pending_transfers'];
-          if (typeof p === 'number') pending += p;
-        }
-        cmp = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
-        if ((cmp.converged && pending === 0) || performance.now() > streamDeadline) break;
+  app.post(
+    '/api/v1/clusters/:id/reconfigure/add-node',
+    async (req) => {
+      const c = getCluster(req);
+      if (c.config.strategy !== 'leaderless') {
+        throw new HttpError(
+          400,
+          `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} ` +
+            `(use POST /api/v1/clusters/${c.id}/nodes)`,
+        );
       }
-      const newStore = (await withinMs(added.remote.store(), checkerNodeCallDeadlineMs)) ?? {};
-      const reconciled = Object.keys(newStore).length;
-      const streamedOk = cmp?.converged === true && pending === 0;
-      phases.push(
-        streamedOk
-          ? `stream: ${added.id} holds its ${reconciled} keys and every key's ${plan.joint[0]} ` +
-              `replicas agree (${rounds} ` +
-              'anti-entropy round(s))'
-          : `stream: not finished within ${addNodeStreamWaitMsMax} ms (${pending} key transfers pending, ` +
-              `${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and ` +
-              'anti-entropy continues in the background',
-      );
+      if (c.nodes.size >= nodeCountMax) throw new HttpError(409, `a cluster has at most ${nodeCountMax} nodes`);
+      ctx.checkNodeRoom?.(1);
+      return exclusive(c, 'add-node', async () => {
+        const started = performance.now();
+        const old: Quorum = [c.config.quorum_n, c.config.quorum_w, c.config.quorum_r];
+        const membersBefore = c.nodes.size;
+        const plan = addNodePlan(old, membersBefore);
+        const drainMs = c.timings.requestTimeoutMs + addNodeDrainMarginMs;
+        const phases: string[] = [];
 
-      // Phase 4: narrow to the new quorum.
-      await setQuorum(c, plan.final);
-      phases.push(
-        `narrow: every node now coordinates with ${showQuorum(plan.final)} (W + R - N = ` +
-          `${plan.final[1] + plan.final[2] - plan.final[0]}, as before: ${old[1] + old[2] - old[0]})`,
-      );
+        // Phase 1: widen on the old ring. Each old quorum meets each widened one.
+        await setQuorum(c, plan.widen);
+        phases.push(
+          `widen: every node now coordinates with ${showQuorum(plan.widen)} on the old ring of ${membersBefore} nodes ` +
+            `(was ${showQuorum(old)}); waited ${drainMs} ms for requests under the old quorum to finish`,
+        );
+        await sleep(drainMs);
+        stillThere(c);
 
-      const body = {
-        cluster_id: c.id,
-        added_node: added.id,
-        old_quorum: [...old],
-        new_quorum: [...plan.final],
-        overlap_held: plan.overlapHeld,
-        reconciled,
-        phases,
-        transition_quorums: { widen: [...plan.widen], joint: [...plan.joint] },
-        overlap_checks: plan.checks,
-        streamed: streamedOk,
-        elapsed_ms: Math.round(performance.now() - started),
-      };
-      publish(c.id, {
-        type: 'reconfigured',
-        node_id: added.id,
-        data: { old_quorum: body.old_quorum, new_quorum: body.new_quorum, overlap_held: plan.overlapHeld },
+        // Phase 2: join under the widened quorum. The new node starts with it; the others learn the new ring.
+        c.config.quorum_n = plan.joint[0];
+        c.config.quorum_w = plan.joint[1];
+        c.config.quorum_r = plan.joint[2];
+        const added = await c.addNode().catch((err: unknown) => {
+          // A refusal with a code (a crashed peer, no leader) keeps its table status; anything else is a bug.
+          const status = err instanceof ReplicationError ? statusOf(err.code, 'control') : 500;
+          throw new HttpError(status, `adding the node failed: ${(err as Error).message}`);
+        });
+        publish(c.id, {
+          type: 'node_state_changed',
+          node_id: added.id,
+          data: { state: 'online', reason: 'added', reconfigure: true },
+        });
+        await setQuorum(c, plan.joint);
+        phases.push(
+          `join: ${added.id} added to the ring under ${showQuorum(plan.joint)}; nodes whose keys it now replicates ` +
+            `stream them to it; waited ${drainMs} ms for requests under the widened old-ring quorum to finish`,
+        );
+        await sleep(drainMs);
+        stillThere(c);
+
+        // Phase 3: stream until the new replica sets agree (anti-entropy on top of the key transfers).
+        const placement = placementOf(c);
+        const streamDeadline = performance.now() + addNodeStreamWaitMsMax;
+        let rounds = 0;
+        let cmp: Comparison | undefined;
+        let pending = 0;
+        for (;;) {
+          rounds++;
+          await controlAll(c, { kind: 'custom', name: 'anti_entropy' }, 'online');
+          await sleep(replicaComparePollMs * 2);
+          stillThere(c);
+          const statuses = await withinMs(c.statuses(), checkerNodeCallDeadlineMs);
+          pending = 0;
+          for (const s of statuses?.values() ?? []) {
+            const p = s.extra?.['pending_transfers'];
+            if (typeof p === 'number') pending += p;
+          }
+          cmp = compareReplicas((await snapshot(c)).replicas, placement, Infinity);
+          if ((cmp.converged && pending === 0) || performance.now() > streamDeadline) break;
+        }
+        const newStore = (await withinMs(added.remote.store(), checkerNodeCallDeadlineMs)) ?? {};
+        const reconciled = Object.keys(newStore).length;
+        const streamedOk = cmp?.converged === true && pending === 0;
+        phases.push(
+          streamedOk
+            ? `stream: ${added.id} holds its ${reconciled} keys and every key's ${plan.joint[0]} ` +
+                `replicas agree (${rounds} ` +
+                'anti-entropy round(s))'
+            : `stream: not finished within ${addNodeStreamWaitMsMax} ms (${pending} key transfers pending, ` +
+                `${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and ` +
+                'anti-entropy continues in the background',
+        );
+
+        // Phase 4: narrow to the new quorum.
+        await setQuorum(c, plan.final);
+        phases.push(
+          `narrow: every node now coordinates with ${showQuorum(plan.final)} (W + R - N = ` +
+            `${plan.final[1] + plan.final[2] - plan.final[0]}, as before: ${old[1] + old[2] - old[0]})`,
+        );
+
+        const body = {
+          cluster_id: c.id,
+          added_node: added.id,
+          old_quorum: [...old],
+          new_quorum: [...plan.final],
+          overlap_held: plan.overlapHeld,
+          reconciled,
+          phases,
+          transition_quorums: { widen: [...plan.widen], joint: [...plan.joint] },
+          overlap_checks: plan.checks,
+          streamed: streamedOk,
+          elapsed_ms: Math.round(performance.now() - started),
+        };
+        publish(c.id, {
+          type: 'reconfigured',
+          node_id: added.id,
+          data: { old_quorum: body.old_quorum, new_quorum: body.new_quorum, overlap_held: plan.overlapHeld },
+        });
+        return { status: 200, body };
       });
-      return { status: 200, body };
-    });
-  });
+    },
+    { summary: 'Add a node to the cluster (raft: a membership change through the log)' },
+  );
 
   /** Debugging: overwrite one leaderless replica's copy with an older, wrong value (no replication). */
   app.post(
@@ -500,6 +534,6 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         body: { status: 'corrupted', node_id: nodeId, key: b.key, ...(entry ? { entry: toKVEntry(entry) } : {}) },
       };
     },
-    { body: CorruptRequest },
+    { summary: "Overwrite a key in one node's store (to test repair)", body: CorruptRequest },
   );
 }

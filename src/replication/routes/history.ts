@@ -4,6 +4,7 @@
  * active faults to resynchronise from, stamped with the /ws seq. The recording itself is the
  * cluster's (cluster/operation-history.ts, history.ts); these routes only page and shape it.
  */
+import Type from 'typebox';
 import { HttpError, type HttpResult } from '../../http/index.js';
 import { toHistoryRecord, type FaultInterval, type HistoryOp, type HistoryRecord } from '../history.js';
 import { toEdnHistory, toJsonHistory } from '../history-export.js';
@@ -53,59 +54,83 @@ function isHistoryFormat(s: string): s is HistoryFormat {
 
 export function registerHistoryRoutes(ctx: RouteContext): void {
   const { app, getCluster, events } = ctx;
-  app.get('/api/v1/clusters/:id/history', (req) => {
-    const c = getCluster(req);
-    const since = intQuery(req.query, 'since', 0, 0, Number.MAX_SAFE_INTEGER);
-    const format = req.query.get('format') ?? 'page';
-    if (!isHistoryFormat(format)) {
-      const known = Object.keys(historyFormats).join(', ');
-      throw new HttpError(400, `format: must be one of ${known} (got ${JSON.stringify(format.slice(0, 32))})`);
-    }
-    // The exports default to every operation held (the ring is bounded by historyOpsMax).
-    const limitDefault = format === 'page' ? historyPageOpsDefault : Number.MAX_SAFE_INTEGER;
-    const limit = intQuery(req.query, 'limit', limitDefault, 1, historyPageOpsMax);
-    const h = c.historyPage(since, limit);
-    return historyFormats[format](
-      {
-        cluster_id: c.id,
-        time_unit: 'ms',
-        from_index: h.first,
-        next_since: h.first + h.ops.length,
-        total: h.nextIndex,
-        ops_dropped: h.firstIndex,
-        ops: h.ops.map((op, i) => toHistoryRecord(op, h.first + i)),
-        faults: c.faults.list(),
-        faults_dropped: c.faults.dropped,
-      },
-      h.ops,
-    );
-  });
-  app.get('/api/v1/clusters/:id/snapshot', async (req) => {
-    const c = getCluster(req);
-    // The seq in the numbering of the client's /ws stream (op_events as on /ws). Read before the
-    // state is gathered: events after it may already show in the state; applying them again is
-    // harmless (each event sets what it reports).
-    const opEvents = flagQuery(req.query, 'op_events', true);
-    if (!opEvents.ok) throw new HttpError(400, opEvents.error);
-    const seq = events.seq(c.id, opEvents.value);
-    const timestamp = new Date().toISOString();
-    const state = await c.state();
-    const h = c.historyPage(Number.MAX_SAFE_INTEGER, 0);
-    return {
-      status: 200,
-      body: {
-        cluster_id: c.id,
-        seq,
-        timestamp,
-        state,
-        links: linkTotals(c.fabric),
-        faults: c.faults.active(),
-        history: {
+  app.get(
+    '/api/v1/clusters/:id/history',
+    (req) => {
+      const c = getCluster(req);
+      const since = intQuery(req.query, 'since', 0, 0, Number.MAX_SAFE_INTEGER);
+      const format = req.query.get('format') ?? 'page';
+      if (!isHistoryFormat(format)) {
+        const known = Object.keys(historyFormats).join(', ');
+        throw new HttpError(400, `format: must be one of ${known} (got ${JSON.stringify(format.slice(0, 32))})`);
+      }
+      // The exports default to every operation held (the ring is bounded by historyOpsMax).
+      const limitDefault = format === 'page' ? historyPageOpsDefault : Number.MAX_SAFE_INTEGER;
+      const limit = intQuery(req.query, 'limit', limitDefault, 1, historyPageOpsMax);
+      const h = c.historyPage(since, limit);
+      return historyFormats[format](
+        {
+          cluster_id: c.id,
+          time_unit: 'ms',
+          from_index: h.first,
+          next_since: h.first + h.ops.length,
           total: h.nextIndex,
           ops_dropped: h.firstIndex,
-          faults_recorded: c.faults.list().length + c.faults.dropped,
+          ops: h.ops.map((op, i) => toHistoryRecord(op, h.first + i)),
+          faults: c.faults.list(),
+          faults_dropped: c.faults.dropped,
         },
-      },
-    };
-  });
+        h.ops,
+      );
+    },
+    {
+      summary: "The cluster's recorded operations and faults (page, or Jepsen EDN / JSON export)",
+      query: Type.Object({
+        format: Type.Optional(Type.String({ description: 'page (default), edn (Jepsen, application/edn) or json' })),
+        since: Type.Optional(Type.String({ description: 'first operation index (default 0)' })),
+        limit: Type.Optional(
+          Type.String({ description: 'operations at most (page default and maximum in limits.ts)' }),
+        ),
+      }),
+    },
+  );
+  app.get(
+    '/api/v1/clusters/:id/snapshot',
+    async (req) => {
+      const c = getCluster(req);
+      // The seq in the numbering of the client's /ws stream (op_events as on /ws). Read before the
+      // state is gathered: events after it may already show in the state; applying them again is
+      // harmless (each event sets what it reports).
+      const opEvents = flagQuery(req.query, 'op_events', true);
+      if (!opEvents.ok) throw new HttpError(400, opEvents.error);
+      const seq = events.seq(c.id, opEvents.value);
+      const timestamp = new Date().toISOString();
+      const state = await c.state();
+      const h = c.historyPage(Number.MAX_SAFE_INTEGER, 0);
+      return {
+        status: 200,
+        body: {
+          cluster_id: c.id,
+          seq,
+          timestamp,
+          state,
+          links: linkTotals(c.fabric),
+          faults: c.faults.active(),
+          history: {
+            total: h.nextIndex,
+            ops_dropped: h.firstIndex,
+            faults_recorded: c.faults.list().length + c.faults.dropped,
+          },
+        },
+      };
+    },
+    {
+      summary: 'One consistent picture of a cluster for a page: state, links, active faults, /ws seq',
+      query: Type.Object({
+        op_events: Type.Optional(
+          Type.String({ description: 'true (default) or false: count op events in seq as on /ws' }),
+        ),
+      }),
+    },
+  );
 }

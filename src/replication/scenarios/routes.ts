@@ -38,35 +38,45 @@ export function registerScenarioRoutes(ctx: ScenarioContext): void {
   /** One demo at a time per cluster: each one slows a link and restores it afterwards. */
   const demoQueue = new Map<string, Promise<unknown>>();
 
-  app.get('/api/v1/scenarios', () => ({ status: 200, body: scenarios.map(scenarioInfo) }));
-
-  app.post('/api/v1/scenarios/:name/run', async (req) => {
-    const name = req.params['name'] ?? '';
-    const def = findScenario(name);
-    if (!def)
-      throw new HttpError(
-        404,
-        `scenario ${JSON.stringify(name.slice(0, 64))} not found; known scenarios: ` +
-          `${scenarios.map((d) => d.name).join(', ')}`,
-      );
-    const { state } = await ctx.createCluster(def.config);
-    runs.start({ scenario: def.name, state, api, publish: ctx.publish, script: def.script });
-    return { status: 201, body: state };
+  app.get('/api/v1/scenarios', () => ({ status: 200, body: scenarios.map(scenarioInfo) }), {
+    summary: 'List the teaching scenarios',
   });
 
-  app.get('/api/v1/clusters/:id/scenario', (req) => {
-    const id = req.params['id'] ?? '';
-    const report = runs.get(id);
-    if (!report) {
-      throw new HttpError(
-        404,
-        clusters.has(id)
-          ? `cluster ${id} did not run a scenario`
-          : `cluster ${id} not found (and no scenario report is kept for it)`,
-      );
-    }
-    return { status: 200, body: report };
-  });
+  app.post(
+    '/api/v1/scenarios/:name/run',
+    async (req) => {
+      const name = req.params['name'] ?? '';
+      const def = findScenario(name);
+      if (!def)
+        throw new HttpError(
+          404,
+          `scenario ${JSON.stringify(name.slice(0, 64))} not found; known scenarios: ` +
+            `${scenarios.map((d) => d.name).join(', ')}`,
+        );
+      const { state } = await ctx.createCluster(def.config);
+      runs.start({ scenario: def.name, state, api, publish: ctx.publish, script: def.script });
+      return { status: 201, body: state };
+    },
+    { summary: 'Run a scenario to its verdict' },
+  );
+
+  app.get(
+    '/api/v1/clusters/:id/scenario',
+    (req) => {
+      const id = req.params['id'] ?? '';
+      const report = runs.get(id);
+      if (!report) {
+        throw new HttpError(
+          404,
+          clusters.has(id)
+            ? `cluster ${id} did not run a scenario`
+            : `cluster ${id} not found (and no scenario report is kept for it)`,
+        );
+      }
+      return { status: 200, body: report };
+    },
+    { summary: 'The scenario a cluster was created by, and its steps' },
+  );
 
   const demo = (kind: DemoKind) => async (req: { params: Record<string, string> }) => {
     const id = req.params['id'] ?? '';
@@ -91,5 +101,9 @@ export function registerScenarioRoutes(ctx: ScenarioContext): void {
       if (demoQueue.get(id) === run) demoQueue.delete(id);
     }
   };
-  for (const kind of demoKinds) app.post(`/api/v1/clusters/:id/demo/${kind}`, demo(kind));
+  for (const kind of demoKinds) {
+    app.post(`/api/v1/clusters/:id/demo/${kind}`, demo(kind), {
+      summary: `Run the ${kind.replaceAll('-', ' ')} consistency demo on this cluster, step by step with its verdict`,
+    });
+  }
 }
