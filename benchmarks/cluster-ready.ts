@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { childCpuMs, startChild, table, waitQuiet, type Child } from './lib.js';
 import { median, recordResult } from './results.js';
+import { workerPoolActorsDefault } from '../src/replication/limits.js';
 
 const rounds = Number(process.env['READY_ROUNDS'] ?? 5);
 const batch = Number(process.env['READY_BATCH'] ?? 100);
@@ -26,7 +27,6 @@ const targets: Record<string, { op: '<='; value: number }> = {
   '64-node raft cluster': { op: '<=', value: 1000 },
   [`${batch}x3 clusters back to back, mean per cluster`]: { op: '<=', value: 40 },
 };
-
 
 function threads(child: Child): number {
   const m = /Threads:\s+(\d+)/.exec(readFileSync(`/proc/${child.proc.pid}/status`, 'utf8'));
@@ -69,7 +69,11 @@ interface Server {
 }
 
 async function startServer(pool: boolean): Promise<Server> {
-  const child = await startChild('src/replication/main.js', pool ? {} : { REPLSIM_WORKER_POOL: '0' }, 'REPLSIM_PORT');
+  const child = await startChild(
+    'src/replication/main.js',
+    { REPLSIM_WORKER_POOL: pool ? String(workerPoolActorsDefault) : '0' },
+    'REPLSIM_PORT',
+  );
   const base = `http://127.0.0.1:${child.port}`;
   await quiet(child);
   // Warm-up (not timed): the first creation loads the cluster code paths in the front.

@@ -12,13 +12,20 @@ import { fileURLToPath } from 'node:url';
 
 export const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/** The warm pool of every server a benchmark starts, unless it sets REPLSIM_WORKER_POOL itself. */
+const benchmarkWorkerPool = '6';
+
 export interface Child {
   port: number;
   proc: ChildProcess;
   stop(): Promise<void>;
 }
 
-/** Starts `entry` (relative to a dist/ directory: this build's by default, or another build's). */
+/**
+ * Starts `entry` (relative to a dist/ directory: this build's by default, or another build's). The
+ * replication simulator's warm pool is 6 actors unless `env` says otherwise (the default of 64 would
+ * boot in the background during the first measured seconds; cluster-ready and scale set their own).
+ */
 export async function startChild(
   entry: string,
   env: Record<string, string>,
@@ -26,7 +33,14 @@ export async function startChild(
   dist = distRoot,
 ): Promise<Child> {
   const proc = spawn(process.execPath, [path.join(dist, entry)], {
-    env: { ...process.env, LOGGING_FORMAT: 'json', LOGGING_LEVEL: 'error', [portVar]: '0', ...env },
+    env: {
+      ...process.env,
+      LOGGING_FORMAT: 'json',
+      LOGGING_LEVEL: 'error',
+      REPLSIM_WORKER_POOL: benchmarkWorkerPool,
+      [portVar]: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

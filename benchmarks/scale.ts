@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { childCpuMs, startChild, table, waitQuiet, type Child } from './lib.js';
 import { median, recordResult } from './results.js';
+import { workerPoolActorsDefault } from '../src/replication/limits.js';
 
 const nodesPerCluster = 3;
 const clusters = Number(process.env['SCALE_CLUSTERS'] ?? 100);
@@ -140,7 +141,11 @@ let servingFault = '';
 await floorBlock(2, 0);
 
 for (const pool of [true, false]) {
-  const sim = await startChild('src/replication/main.js', pool ? {} : { REPLSIM_WORKER_POOL: '0' }, 'REPLSIM_PORT');
+  const sim = await startChild(
+    'src/replication/main.js',
+    { REPLSIM_WORKER_POOL: pool ? String(workerPoolActorsDefault) : '0' },
+    'REPLSIM_PORT',
+  );
   const base = `http://127.0.0.1:${sim.port}`;
   try {
     await sleep(settleMs);

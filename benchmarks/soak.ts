@@ -10,7 +10,8 @@
  * Environment: DURATION (seconds of traffic, default 600), SOAK_SEED (fault/traffic schedule),
  * SOAK_CLIENTS (concurrent client loops, default 12), SOAK_FAULT_MS (fault period, default 2000),
  * SOAK_CHURN_MS (throw-away cluster period, default 4000), SOAK_SETTLE_SECONDS (convergence
- * deadline after healing, default 60). The last stdout line is a JSON summary.
+ * deadline after healing, default 60), SOAK_WORKER_POOL (the server's REPLSIM_WORKER_POOL, default 0:
+ * pooled idle actors would count as threads in the leak checks). The last stdout line is a JSON summary.
  */
 import { readFileSync } from 'node:fs';
 import { unreachable } from '../src/util/assert.js';
@@ -46,7 +47,14 @@ const rssGrowthFactorMax = 1.5;
 const rssSlackMb = 96;
 
 const rng: Rng = new SeededRng(seed);
-const sim = await startChild('src/replication/main.js', { HOST: '127.0.0.1' }, 'REPLSIM_PORT');
+// The warm pool is off unless asked for (SOAK_WORKER_POOL): idle pooled actors are threads too, and
+// the leak checks below compare thread counts with the empty process's (cluster-ready and test/replication/pool*
+// cover the pool's own accounting).
+const sim = await startChild(
+  'src/replication/main.js',
+  { HOST: '127.0.0.1', REPLSIM_WORKER_POOL: process.env['SOAK_WORKER_POOL'] ?? '0' },
+  'REPLSIM_PORT',
+);
 const pid = sim.proc.pid as number;
 const base = `http://127.0.0.1:${sim.port}`;
 const startedAt = Date.now();
