@@ -84,7 +84,9 @@ async function measure(load: Load, secs: number): Promise<WrkResult> {
 // ---- setup: benchmarks/flags-lib.ts ------------------------------------------------------
 
 async function metric(base: string, name: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  // One retry: fetch may pick a pooled keep-alive socket that uWS closed as idle while wrk ran (> 10 s).
+  const get = async (): Promise<string> => (await fetch(`${base}/metrics`)).text();
+  const text = await get().catch(get);
   const m = new RegExp(`^${name} ([\\d.e+]+)$`, 'm').exec(text);
   return m ? Number(m[1]) : NaN;
 }
