@@ -353,12 +353,14 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
           exchange
             ? `${c.config.strategy}: replicas exchanged only the keys of differing Merkle buckets (custom control ` +
                 `anti_entropy), ${rounds} round(s)`
-            : `${c.config.strategy}: followers are repaired by the leader's log (retransmission or snapshot), not by a ` +
+            : `${c.config.strategy}: followers are repaired by the ` +
+                `leader's log (retransmission or snapshot), not by a ` +
                 'replica exchange; this round measured the divergence and waited for that repair',
         );
         if (!after.converged)
           notes.push(
-            `${after.divergedTotal} key(s) still differ after waiting ${waitMs} ms (an unreachable or lagging replica?)`,
+            `${after.divergedTotal} key(s) still differ after waiting ` +
+              `${waitMs} ms (an unreachable or lagging replica?)`,
           );
         const body = {
           cluster_id: c.id,
@@ -397,7 +399,8 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
       if (c.config.strategy !== 'leaderless') {
         throw new HttpError(
           400,
-          `the safe add-node reconfiguration applies to leaderless clusters only; this cluster is ${c.config.strategy} ` +
+          `the safe add-node reconfiguration applies to leaderless ` +
+            `clusters only; this cluster is ${c.config.strategy} ` +
             `(use POST /api/v1/clusters/${c.id}/nodes)`,
         );
       }
@@ -414,7 +417,8 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
         // Phase 1: widen on the old ring. Each old quorum meets each widened one.
         await setQuorum(c, plan.widen);
         phases.push(
-          `widen: every node now coordinates with ${showQuorum(plan.widen)} on the old ring of ${membersBefore} nodes ` +
+          `widen: every node now coordinates with ${showQuorum(plan.widen)} ` +
+            `on the old ring of ${membersBefore} nodes ` +
             `(was ${showQuorum(old)}); waited ${drainMs} ms for requests under the old quorum to finish`,
         );
         await sleep(drainMs);
@@ -471,7 +475,8 @@ export function registerCheckerRoutes(ctx: CheckerContext): void {
                 `replicas agree (${rounds} ` +
                 'anti-entropy round(s))'
             : `stream: not finished within ${addNodeStreamWaitMsMax} ms (${pending} key transfers pending, ` +
-                `${cmp?.divergedTotal ?? '?'} keys differ); narrowing anyway, which the quorum overlap keeps safe, and ` +
+                `${cmp?.divergedTotal ?? '?'} keys differ); narrowing ` +
+                `anyway, which the quorum overlap keeps safe, and ` +
                 'anti-entropy continues in the background',
         );
 
