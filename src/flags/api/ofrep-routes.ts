@@ -8,7 +8,7 @@
  * TARGETING_KEY_MISSING is never answered: simlab evaluates without a key (targets and rules on
  * `key` simply do not match, rollouts bucket to 0), exactly as /sdk/v1/evaluate does.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { HttpError, type HttpApp, type HttpResult } from '../../http/index.js';
@@ -144,9 +144,13 @@ export function decodeOfrepBody(
   }
 }
 
+/**
+ * The bulk answer's ETag: sha1 of the environment, its change position and the request bytes. One-shot
+ * crypto.hash over one buffer (the same digest as a streamed createHash, at a fraction of its cost per call).
+ */
 function bulkEtag(projectKey: string, envKey: string, pos: number, raw: Buffer): string {
-  const h = createHash('sha1').update(`${projectKey}\u0000${envKey}\u0000${pos}\u0000`).update(raw);
-  return `"${h.digest('base64url')}"`;
+  const prefix = Buffer.from(`${projectKey}\u0000${envKey}\u0000${pos}\u0000`);
+  return `"${hash('sha1', Buffer.concat([prefix, raw]), 'base64url')}"`;
 }
 
 export function registerOfrepRoutes(app: HttpApp, ctx: FlagsContext): void {
@@ -188,7 +192,8 @@ export function registerOfrepRoutes(app: HttpApp, ctx: FlagsContext): void {
         whenReady(ctx.replica.environment(env.projectKey, env.key), (state): HttpResult => {
           // Same environment state and same request bytes → same answer: checked before evaluating.
           const etag = bulkEtag(env.projectKey, env.key, state.pos, req.rawBody);
-          if (req.headers['if-none-match'] === etag) return { status: 304, headers: { etag } };
+          const ifNoneMatch = req.header ? req.header('if-none-match') : req.headers['if-none-match'];
+          if (ifNoneMatch === etag) return { status: 304, headers: { etag } };
           const body = decodeOfrepBody(req.rawBody);
           if (!body.ok) return { status: 400, body: failure(undefined, body.code, body.message) };
           let out = '{"flags":[';
