@@ -101,6 +101,19 @@ export async function openPage(browser: Browser, base: string): Promise<WatchedP
   };
 }
 
+/**
+ * The console errors that are answers to the page's load generator: Chromium logs every 4xx/5xx answer to
+ * fetch() as a console error, but a read of a key not written yet (404), a write refused during a partition
+ * (409) or a moment without a leader (5xx) is the cluster's answer, counted on the charts, not a page error.
+ */
+export function loadGeneratorAnswers(
+  errors: WatchedPage['consoleErrors'],
+  clusterId: string,
+): WatchedPage['consoleErrors'] {
+  const route = new RegExp(`/api/v1/clusters/${clusterId}/(write|read|delete)\\b`);
+  return errors.filter((e) => /status of [45]\d\d/.test(e.text) && route.test(e.url));
+}
+
 export interface AxeViolation {
   id: string;
   impact: string | null;
