@@ -49,6 +49,20 @@ t.test(`a ${nodes}-node cluster: links painted, still chosen by click and by key
   );
   t.equal(await canvas.getAttribute('data-links'), String(pairs), `all ${pairs} links painted`);
   t.equal(await page.getByRole('button', { name: /^link / }).count(), 0, 'no link button while none is chosen');
+  // Shown as an image of the canvas (a shown canvas is copied out on every frame), not as the canvas.
+  const shownAsImage = (): Promise<boolean> =>
+    page.evaluate(() => {
+      const c = document.querySelector('canvas.links') as HTMLCanvasElement | null;
+      const img = document.querySelector('img.links') as HTMLImageElement | null;
+      return (
+        c !== null &&
+        img !== null &&
+        getComputedStyle(c).visibility === 'hidden' &&
+        img.src.startsWith('data:image/png') &&
+        img.src === c.toDataURL('image/png')
+      );
+    });
+  t.ok(await shownAsImage(), 'the painted links are shown as an image of the canvas');
 
   // ---- a click on a painted line chooses that link ----
   const [a, b] = [ids[0] as string, ids[3] as string];
@@ -98,6 +112,7 @@ t.test(`a ${nodes}-node cluster: links painted, still chosen by click and by key
     'the server holds a partition of exactly the two nodes',
   );
   t.equal(await canvas.getAttribute('data-cut'), '1', 'one link painted cut');
+  t.ok(await shownAsImage(), 'the image shows the cut link too');
 
   // ---- slow it: its settings show on its button, which stays once the link is closed ----
   await page.getByRole('spinbutton', { name: 'Latency (ms)' }).fill('40');

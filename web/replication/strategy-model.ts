@@ -127,9 +127,15 @@ export function voteAskText(v: VoteAsk): string {
   return `${v.candidate} asked ${v.asked.length} node${v.asked.length === 1 ? '' : 's'} for votes; ${answers}`;
 }
 
-/** Node ids in their natural order (n2 before n10). */
+/**
+ * One collator for every comparison: localeCompare with a locale and options builds one per call
+ * (a 64-node election's vote lists sorted ten times a second took tens of ms per second).
+ */
+const nodeIdCollator = new Intl.Collator('en', { numeric: true });
+
+/** Node ids in their natural order (n2 before n10): as `a.localeCompare(b, 'en', { numeric: true })`. */
 export function byNodeId(a: string, b: string): number {
-  return a.localeCompare(b, 'en', { numeric: true });
+  return nodeIdCollator.compare(a, b);
 }
 
 // ---- clock skew ----

@@ -184,7 +184,11 @@ const paintedStyles = [
 
 /**
  * Every link of a large cluster, painted on a canvas under the SVG: one path per style, redrawn
- * only when the live nodes, partitions, link settings, choice or the box's size change.
+ * only when the live nodes, partitions, link settings, choice or the box's size change. The canvas
+ * itself is not shown (visibility: hidden; it keeps its box, its data-links and data-cut): an image
+ * of it is. A shown 2D canvas is copied out again on every frame the page paints, unchanged or not
+ * (Chromium, software rendering: about 1 to 2 ms a frame for this one under the moving dots); an
+ * image is decoded once per repaint of the links.
  */
 function LinkCanvas({
   cluster,
@@ -200,6 +204,7 @@ function LinkCanvas({
   chosen: readonly [string, string] | null;
 }): JSX.Element {
   const ref = useRef<HTMLCanvasElement>(null);
+  const imgRef = useRef<HTMLImageElement>(null);
   const paint = useRef<() => void>(() => undefined);
   paint.current = () => {
     const canvas = ref.current;
@@ -256,6 +261,9 @@ function LinkCanvas({
     ctx.setLineDash([]);
     canvas.dataset['links'] = String(buckets.reduce((n, b) => n + b.length, 0));
     canvas.dataset['cut'] = String((buckets[1] as unknown[]).length);
+    // The page's CSP allows data: images (not blob:).
+    const img = imgRef.current;
+    if (img) img.src = canvas.toDataURL('image/png');
   };
   useEffect(() => {
     paint.current();
@@ -267,7 +275,12 @@ function LinkCanvas({
     ro.observe(canvas);
     return () => ro.disconnect();
   }, []);
-  return <canvas ref={ref} class="links" aria-hidden="true" />;
+  return (
+    <>
+      <canvas ref={ref} class="links" aria-hidden="true" />
+      <img ref={imgRef} class="links" alt="" aria-hidden="true" />
+    </>
+  );
 }
 
 const Link = pure(function Link(props: {
