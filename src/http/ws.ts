@@ -57,18 +57,21 @@ export class WsClient<D> {
     private readonly maxQueueBytes: number,
   ) {}
 
-  /** Sends a text frame unless the client's queue is over its cap (then the message is dropped and counted). */
-  send(message: string | Buffer, isBinary = false): SendOutcome {
+  /**
+   * Sends a text frame unless the client's queue is over its cap (then the message is dropped and
+   * counted). A frame that carries several messages (a batch) counts as `count` of them when dropped.
+   */
+  send(message: string | Buffer, isBinary = false, count = 1): SendOutcome {
     if (this.closed) return 'closed';
     if (this.ws.getBufferedAmount() > this.maxQueueBytes) {
-      this.dropped++;
-      this.droppedUnreported++;
+      this.dropped += count;
+      this.droppedUnreported += count;
       return 'dropped';
     }
     const r = this.ws.send(message, isBinary);
     if (r === 2) {
-      this.dropped++;
-      this.droppedUnreported++;
+      this.dropped += count;
+      this.droppedUnreported += count;
       return 'dropped';
     }
     return r === 1 ? 'sent' : 'queued';
@@ -179,6 +182,18 @@ export class WsHub<D> {
 
   get size(): number {
     return this.clients.size;
+  }
+
+  /**
+   * Sends one client a frame standing for `count` messages (a batch of them, or 1): its drop notice
+   * first when one is due; sent or dropped, it counts as `count` messages in the hub's totals.
+   */
+  sendTo(c: WsClient<D>, message: string, count = 1): SendOutcome {
+    if (c.droppedUnreported > 0) this.flushDropNotice(c);
+    const r = c.send(message, false, count);
+    if (r === 'dropped') this.droppedTotal += count;
+    else if (r !== 'closed') this.sentTotal += count;
+    return r;
   }
 
   /** Sends `message` to every client for which `filter` (if given) is true. Returns how many got it. */

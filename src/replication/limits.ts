@@ -64,6 +64,14 @@ export const wsClientsMaxDefault = 64;
 /** Bytes a /ws client may have queued before further events to it are dropped and counted. */
 export const wsClientQueueBytes = 1024 * 1024;
 
+/**
+ * Longest batching window a /ws client may ask for (`?batch_ms=`, default 0: one frame per event), ms.
+ * A batched client gets a JSON array of the frames of each window, in order, in one WebSocket message.
+ */
+export const wsBatchMsMax = 1_000;
+/** Most frames one batch holds; a window that gathers more is sent at once and a new one starts. */
+export const wsBatchFramesMax = 4_096;
+
 /** REPLSIM_WS_CLIENTS_MAX when it is a positive integer, else the default. */
 export function wsClientsMaxFromEnv(env: Record<string, string | undefined> = process.env): number {
   const n = Number(env['REPLSIM_WS_CLIENTS_MAX']);
@@ -282,6 +290,7 @@ invariant(hlcMaxOffsetMs <= clockSkewMsMax, 'a skew beyond the max offset must b
 invariant(nodeIdCharsMax >= `n${nodeCountMax}`.length, 'node ids n1..nodeCountMax fit nodeIdCharsMax');
 invariant(wsClientsMaxDefault > 0, 'the /ws client cap is positive');
 invariant(wsClientQueueBytes > 0, 'the /ws queue cap is positive');
+invariant(wsBatchMsMax > 0 && wsBatchFramesMax > 1, 'a /ws batch can hold more than one frame');
 invariant(
   linkStatsIntervalMs > 0 && linkStatsKindsMax > 1 && linkStatsKindCharsMax > 0,
   'link_stats bounds are positive',

@@ -9,7 +9,7 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { api, eventually, sleep, wsCollect } from '../helpers/http.js';
 import { startReplSim } from '../helpers/server.js';
-import { historyPageOpsMax } from '../../src/replication/limits.js';
+import { historyPageOpsMax, wsBatchMsMax } from '../../src/replication/limits.js';
 
 const srv = await startReplSim();
 t.teardown(() => srv.stop());
@@ -287,6 +287,63 @@ t.test(
       (e: { status?: number }) => e.status ?? -1,
     );
     t.equal(refused, 400, 'and on /ws');
+  },
+);
+
+t.test(
+  'batch_ms: the frames of each window in one JSON array message, in order, gap-free; bounds refused',
+  async (t) => {
+    const cl = await newCluster({ strategy: 'single_leader', node_count: 3 });
+    t.teardown(() => c.del(`${V}/clusters/${cl.id}`));
+    const id = cl.id as string;
+    const batched = await wsCollect(wsUrl(`?cluster_id=${id}&link_stats=1&batch_ms=${wsBatchMsMax}`));
+    t.teardown(() => batched.close());
+    const plain = await wsCollect(wsUrl(`?cluster_id=${id}`));
+    t.teardown(() => plain.close());
+    const writes = 20;
+    await Promise.all(
+      Array.from({ length: writes }, (_, i) => c.post(`${V}/clusters/${id}/write`, { key: `k${i}`, value: 'v' })),
+    );
+    const flat = (): any[] => batched.messages.flatMap((m) => (Array.isArray(m) ? m : [m]));
+    await eventually(() => flat().filter((m) => m.type === 'write_received').length === writes, 5000);
+    t.ok(
+      batched.messages.length > 0 && batched.messages.every((m) => Array.isArray(m)),
+      'every message of a batching client is an array of frames',
+    );
+    t.ok(
+      batched.messages.some((m) => m.length > 1),
+      `several frames share a message (${batched.messages.map((m) => m.length).join(', ')})`,
+    );
+    const events = flat().filter((m) => m.type !== 'link_stats');
+    t.ok(
+      events.every((e, i) => i === 0 || e.seq === events[i - 1].seq + 1),
+      'the events inside the batches are in order, with no gap',
+    );
+    t.ok(
+      flat().some((m) => m.type === 'link_stats'),
+      'link_stats frames ride in the batches too',
+    );
+    await eventually(() => plain.messages.filter((m) => m.type === 'write_received').length === writes, 5000);
+    const plainEvents = plain.messages.filter((m) => m.type !== 'link_stats');
+    t.same(
+      events.slice(0, plainEvents.length).map((e) => [e.type, e.seq]),
+      plainEvents.map((e) => [e.type, e.seq]),
+      'the same events as a client without batches, one message each',
+    );
+    t.ok(!plain.messages.some((m) => Array.isArray(m)), 'a client without batch_ms gets no array');
+    const status = (q: string): Promise<number> =>
+      wsCollect(wsUrl(q)).then(
+        (w) => {
+          w.close();
+          return 101;
+        },
+        (e: { status?: number }) => e.status ?? -1,
+      );
+    t.equal(await status(`?batch_ms=${wsBatchMsMax}`), 101, 'batch_ms at its max is taken');
+    t.equal(await status(`?batch_ms=${wsBatchMsMax + 1}`), 400, 'past it: 400');
+    t.equal(await status('?batch_ms=-1'), 400, 'a negative batch_ms: 400');
+    t.equal(await status('?batch_ms=soon'), 400, 'a word: 400');
+    t.equal(await status('?batch_ms=0'), 101, '0 (no batches) is taken');
   },
 );
 

@@ -1,8 +1,9 @@
 /**
  * The page's one WebSocket to its service: same host and port as the page (location.host, never a
  * hard-coded port), reconnecting with capped backoff, its connection state and (re)connect count
- * exposed as signals, every parsed frame handed to the subscribers. It does not interpret frames:
- * each page's model does, and resynchronises when `opened` changes.
+ * exposed as signals, every parsed frame handed to the subscribers (each element of an array frame,
+ * in order). It does not interpret frames: each page's model does, and resynchronises when `opened`
+ * changes.
  */
 import { signal, type Signal } from '@preact/signals';
 
@@ -77,7 +78,10 @@ export class EventSocket {
         this.badFrames.value++;
         return;
       }
-      for (const h of this.handlers) h(frame);
+      // A batched stream (the replication service's `?batch_ms=`) sends an array of frames at once.
+      if (Array.isArray(frame)) {
+        for (const f of frame) for (const h of this.handlers) h(f);
+      } else for (const h of this.handlers) h(frame);
     };
     ws.onclose = () => {
       if (this.ws !== ws) return;

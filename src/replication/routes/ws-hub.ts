@@ -1,8 +1,11 @@
 /**
  * The replication service's /ws event stream: the capped hub of clients, the per-cluster seq
  * numbering (one with op events, one without), events_dropped notices, and the link_stats frames
- * a client subscribes to (`?link_stats=1`, or a watch_links message). It turns core events into
- * frames and decides who gets them; it does not count metrics (a callback does) nor own clusters.
+ * a client subscribes to (`?link_stats=1`, or a watch_links message), and the batches a client may
+ * ask for (`?batch_ms=N`: every frame of an N ms window in one JSON array message, for pages that
+ * would otherwise pay a browser's per-message cost thousands of times a second). It turns core
+ * events into frames and decides who gets them; it does not count metrics (a callback does) nor own
+ * clusters.
  */
 import Type from 'typebox';
 import { WsHub, type HttpApp, type WsClient } from '../../http/index.js';
@@ -10,8 +13,14 @@ import type { EventsDroppedFrame, SimEvent } from '../../../protocol/replication
 import type { Cluster } from '../cluster.js';
 import type { CoreEvent } from '../core.js';
 import { LinkStatsSampler, type LinkStatsData, type OpCounts } from '../link-stats.js';
-import { clusterIdCharsMax, linkStatsIntervalMs, wsClientQueueBytes } from '../limits.js';
-import { flagQuery } from './request-helpers.js';
+import {
+  clusterIdCharsMax,
+  linkStatsIntervalMs,
+  wsBatchFramesMax,
+  wsBatchMsMax,
+  wsClientQueueBytes,
+} from '../limits.js';
+import { flagQuery, intQuery } from './request-helpers.js';
 
 /**
  * Per /ws client: the cluster it watches (null: all), whether it wants link_stats frames and op
@@ -24,6 +33,12 @@ export interface WsData {
   linkClusters: Set<string> | null;
   opEvents: boolean;
   admitted?: boolean;
+  /** `?batch_ms=`: the batching window, ms (0: one message per frame). */
+  batchMs: number;
+  /** The frames of the open window (event and link_stats texts, in order) and how many are events. */
+  batch?: string[];
+  batchEvents?: number;
+  batchTimer?: NodeJS.Timeout | undefined;
 }
 
 /** A /ws frame of per-link aggregates (link-stats.ts); seq is the cluster's latest event seq. */
@@ -47,6 +62,8 @@ export class EventStream {
   /** /ws clients that receive op events, and those that do not (counted on open and close). */
   private opEventClients = 0;
   private opFreeClients = 0;
+  /** /ws clients that asked for batches (`batch_ms` > 0). */
+  private batchClients = 0;
   // ---- link_stats (link-stats.ts): per watched cluster, every linkStatsIntervalMs, one frame
   // with each link's traffic over the interval. Not events: they do not advance the cluster's seq
   // (they carry its current one), and a frame a client's full queue cannot take is skipped, not
@@ -106,16 +123,69 @@ export class EventStream {
     if (e.data) env.data = e.data;
     const before = hub.droppedTotal;
     const watches = (c: WsClient<WsData>): boolean => c.data.clusterId === null || c.data.clusterId === clusterId;
-    if (this.opEventClients > 0) hub.publish(JSON.stringify(env), (c) => c.data.opEvents && watches(c));
+    if (this.opEventClients > 0) this.publish(JSON.stringify(env), (c) => c.data.opEvents && watches(c));
     if (!opEvent) {
       const stateSeqNext = (this.stateSeq.get(clusterId) ?? 0) + 1;
       if (known) this.stateSeq.set(clusterId, stateSeqNext);
       if (this.opFreeClients > 0) {
         env.seq = stateSeqNext;
-        hub.publish(JSON.stringify(env), (c) => !c.data.opEvents && watches(c));
+        this.publish(JSON.stringify(env), (c) => !c.data.opEvents && watches(c));
       }
     }
     if (hub.droppedTotal > before) this.onDropped(hub.droppedTotal - before);
+  }
+
+  /** One event's text to the clients `filter` admits: sent now, or added to a batching client's window. */
+  private publish(text: string, filter: (c: WsClient<WsData>) => boolean): void {
+    if (this.batchClients === 0) {
+      this.hub.publish(text, filter);
+      return;
+    }
+    for (const c of this.hub.clients) {
+      if (!filter(c)) continue;
+      if (c.data.batchMs > 0) this.addToBatch(c, text, true);
+      else this.hub.sendTo(c, text);
+    }
+  }
+
+  /** Adds a frame to the client's open window (opening one, with its timer); a full window is sent at once. */
+  private addToBatch(c: WsClient<WsData>, text: string, isEvent: boolean): void {
+    const d = c.data;
+    const batch = (d.batch ??= []);
+    batch.push(text);
+    if (isEvent) d.batchEvents = (d.batchEvents ?? 0) + 1;
+    if (batch.length >= wsBatchFramesMax) this.sendBatch(c);
+    else if (d.batchTimer === undefined) d.batchTimer = setTimeout(() => this.sendBatch(c), d.batchMs);
+  }
+
+  /**
+   * Sends the client's open window as one JSON array. Lost to a full queue, it counts as the events
+   * it held (link_stats frames in it are not events: skipped, not counted, as when sent alone).
+   */
+  private sendBatch(c: WsClient<WsData>): void {
+    const d = c.data;
+    clearTimeout(d.batchTimer);
+    d.batchTimer = undefined;
+    const batch = d.batch;
+    if (batch === undefined || batch.length === 0) return;
+    const events = d.batchEvents ?? 0;
+    d.batch = [];
+    d.batchEvents = 0;
+    const text = `[${batch.join(',')}]`;
+    if (events === 0) {
+      c.sendNotice(text);
+      return;
+    }
+    const before = this.hub.droppedTotal;
+    this.hub.sendTo(c, text, events);
+    if (this.hub.droppedTotal > before) this.onDropped(this.hub.droppedTotal - before);
+  }
+
+  /** A closing client's open window goes with it. */
+  private dropBatch(c: WsClient<WsData>): void {
+    clearTimeout(c.data.batchTimer);
+    c.data.batchTimer = undefined;
+    c.data.batch = undefined;
   }
 
   /** A deleted cluster: its numbering goes, and so does its link sampler (no walk over the other clusters). */
@@ -211,7 +281,8 @@ export class EventStream {
           frame.seq = this.seqOf(client, clusterId);
           text = texts[v] = JSON.stringify(frame);
         }
-        client.sendNotice(text);
+        if (client.data.batchMs > 0) this.addToBatch(client, text, false);
+        else client.sendNotice(text);
       }
     }
   }
@@ -236,19 +307,23 @@ export class EventStream {
           if (!linkStats.ok) return { reject: { status: 400, error: linkStats.error } };
           const opEvents = flagQuery(info.query, 'op_events', true);
           if (!opEvents.ok) return { reject: { status: 400, error: opEvents.error } };
+          const batchMs = intQuery(info.query, 'batch_ms', 0, 0, wsBatchMsMax);
           if (!hub.hasRoom()) {
             const error =
               `too many /ws clients (${hub.size} of ${this.clientsMax}); close one or raise ` +
               'REPLSIM_WS_CLIENTS_MAX';
             return { reject: { status: 503, error } };
           }
-          return { data: { clusterId, linkStats: linkStats.value, linkClusters: null, opEvents: opEvents.value } };
+          return {
+            data: { clusterId, linkStats: linkStats.value, linkClusters: null, opEvents: opEvents.value, batchMs },
+          };
         },
         open: (c: WsClient<WsData>) => {
           if (!hub.add(c)) return;
           c.data.admitted = true;
           if (c.data.opEvents) this.opEventClients++;
           else this.opFreeClients++;
+          if (c.data.batchMs > 0) this.batchClients++;
           if (c.data.linkStats) this.refreshLinkWatch();
         },
         // {"type":"watch_links","cluster_ids":[...] | null}: link_stats for these clusters only (within
@@ -270,12 +345,16 @@ export class EventStream {
           if (!c.data.admitted) return;
           if (c.data.opEvents) this.opEventClients--;
           else this.opFreeClients--;
+          if (c.data.batchMs > 0) {
+            this.batchClients--;
+            this.dropBatch(c);
+          }
           if (c.data.linkStats || c.data.linkClusters !== null) this.refreshLinkWatch();
         },
         maxQueueBytes: wsClientQueueBytes,
       },
       {
-        summary: 'Live cluster events (WebSocket; cluster_id, link_stats, op_events)',
+        summary: 'Live cluster events (WebSocket; cluster_id, link_stats, op_events, batch_ms)',
         query: Type.Object({
           cluster_id: Type.Optional(Type.String()),
           link_stats: Type.Optional(
@@ -283,6 +362,12 @@ export class EventStream {
           ),
           op_events: Type.Optional(
             Type.Union([Type.Literal('1'), Type.Literal('true'), Type.Literal('0'), Type.Literal('false')]),
+          ),
+          batch_ms: Type.Optional(
+            Type.String({
+              pattern: '^[0-9]{1,4}$',
+              description: `0 to ${wsBatchMsMax}: frames of each window of that many ms in one JSON array message`,
+            }),
           ),
         }),
       },
@@ -293,6 +378,7 @@ export class EventStream {
   close(): void {
     if (this.linkStatsTimer !== undefined) clearInterval(this.linkStatsTimer);
     this.linkStatsTimer = undefined;
+    for (const c of this.hub.clients) this.dropBatch(c);
   }
 }
 
