@@ -27,7 +27,6 @@
  * (what storage outside the node would hold) instead of asking the dying core. The fold must equal
  * the core's persistentState() at every crash: a record the core forgot to emit fails the run there.
  */
-import { createHash, type Hash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { pack, unpack } from 'msgpackr';
 import {
@@ -48,7 +47,8 @@ import {
 import { coreTimingsDefault, validateTimings } from '../../protocol/timings.js';
 import { SeededRng, type Rng } from '../util/rng.js';
 import { AssertionFailure, invariant } from '../util/assert.js';
-import { Fabric, type Delivery } from './fabric.js';
+import { Fabric } from './fabric.js';
+import { hasOwnProperty, summarizeInto, TraceLog } from './trace-log.js';
 
 export const defaultStartTimeMs = 1_700_000_000_000;
 /** Steps allowed at one virtual instant before the runtime calls it a livelock (a core bug). */
@@ -57,11 +57,6 @@ export const stepsPerInstantMax = 200_000;
 export const traceLinesMax = 500_000;
 /** Collected events kept; later ones are counted in eventsDropped. */
 export const eventsMax = 200_000;
-/**
- * Trace text gathered before it is fed to the hash (and, for kept lines, stored as one flat string):
- * one hash update and one stored string per ~16 Ki characters instead of one per line.
- */
-export const traceChunkChars = 16_384;
 
 export interface DetClusterOptions {
   factory: CoreFactory;
@@ -101,84 +96,6 @@ export interface DetClusterOptions {
   onEventTypes?: readonly string[];
 }
 
-/**
- * The run's trace: every line feeds a sha256 as it is written, and the lines kept (up to a cap) are
- * stored as a few large flat strings, split into lines only when somebody reads them. A swarm run
- * writes thousands of lines that nobody reads; kept one string each they were most of what the
- * young generation had to copy at every scavenge.
- */
-class TraceLog {
-  /** Lines written, kept or not. */
-  written = 0;
-  /** Called with each kept line as it is written (a recorder; see DetCluster.onTraceLine). */
-  listener: ((line: string) => void) | undefined;
-  private readonly hash: Hash = createHash('sha256');
-  /** Text not yet fed to the hash, every line newline-terminated. */
-  private pending = '';
-  /** Characters at the start of `pending` that belong to kept lines. */
-  private pendingKept = 0;
-  /** Kept text already hashed, in order, each chunk a run of whole newline-terminated lines. */
-  private readonly chunks: string[] = [];
-  /** `chunks[0 .. split)` are already in `lines`. */
-  private split = 0;
-  private readonly lines: string[] = [];
-  /** Length of each kept line (a line may itself hold a newline, so the text alone cannot be split). */
-  private lengths = new Uint32Array(1024);
-
-  constructor(readonly keptMax: number) {}
-
-  get dropped(): number {
-    return this.written > this.keptMax ? this.written - this.keptMax : 0;
-  }
-
-  write(line: string): void {
-    this.pending += `${line}\n`;
-    const n = this.written++;
-    if (n < this.keptMax) {
-      this.pendingKept = this.pending.length;
-      if (n === this.lengths.length) {
-        const grown = new Uint32Array(n * 2);
-        grown.set(this.lengths);
-        this.lengths = grown;
-      }
-      this.lengths[n] = line.length;
-      if (this.listener !== undefined) this.listener(line);
-    }
-    if (this.pending.length >= traceChunkChars) this.feed();
-  }
-
-  /** The kept lines, in order: one array, grown in place as later reads find more. */
-  keptLines(): string[] {
-    this.feed();
-    const lines = this.lines;
-    for (; this.split < this.chunks.length; this.split++) {
-      const chunk = this.chunks[this.split] as string;
-      for (let from = 0; from < chunk.length; ) {
-        const len = this.lengths[lines.length] as number;
-        lines.push(chunk.slice(from, from + len));
-        from += len + 1;
-      }
-    }
-    return lines;
-  }
-
-  /** sha256 (hex) of every line written so far, each newline-terminated. */
-  digest(): string {
-    this.feed();
-    return this.hash.copy().digest('hex');
-  }
-
-  private feed(): void {
-    const text = this.pending;
-    if (text.length === 0) return;
-    this.hash.update(text);
-    if (this.pendingKept > 0)
-      this.chunks.push(this.pendingKept === text.length ? text : text.slice(0, this.pendingKept));
-    this.pending = '';
-    this.pendingKept = 0;
-  }
-}
-
 export type DetNodeState = 'online' | 'paused' | 'offline';
 
 interface NodeEntry {
@@ -214,11 +131,9 @@ export class DetCluster {
   /** onEventTypes as a set; undefined for every type. */
   private readonly eventTypes: ReadonlySet<string> | undefined;
   private instant = -Infinity;
-  /** `${clock} `, the start of every trace line, rendered once per virtual instant. */
-  private stampAt = Number.NaN;
-  private stampText = '';
   private stepsAtInstant = 0;
-  private readonly sink = (to: string, batch: Array<Delivery<unknown>>): void => this.deliver(to, batch);
+  private readonly sink = (to: string, froms: readonly string[], payloads: readonly unknown[]): void =>
+    this.deliver(to, froms, payloads);
 
   constructor(opts: DetClusterOptions) {
     invariant(new Set(opts.nodeIds).size === opts.nodeIds.length, 'node ids must be unique');
@@ -234,7 +149,15 @@ export class DetCluster {
     this.eventTypes = opts.onEventTypes ? new Set(opts.onEventTypes) : undefined;
     this.rng = new SeededRng(opts.seed);
     this.fabric = new Fabric<unknown>({ rng: this.rng.fork(), ...opts.fabric });
-    this.fabric.onDrop = (from, to, outcome) => this.line(`${this.stamp()}${from}->${to} ${outcome}`);
+    this.fabric.onDrop = (from, to, outcome) => {
+      const t = this.begin();
+      t.str(from);
+      t.str('->');
+      t.str(to);
+      t.ch(32);
+      t.str(outcome);
+      t.end();
+    };
     this.order = [...opts.nodeIds];
     for (const id of this.order) this.fabric.addNode(id);
     // Fork every core's rng before building any core, in node order, so construction order cannot matter.
@@ -311,9 +234,22 @@ export class DetCluster {
    */
   client(nodeId: NodeId, op: ClientOp): number {
     const id = this.nextRequestId();
-    this.line(
-      `${this.stamp()}client ${nodeId} #${id} ${op.op}${'key' in op ? ` ${op.key}` : ` [${op.entries.length}]`}`,
-    );
+    const t = this.begin();
+    t.str('client ');
+    t.str(nodeId);
+    t.str(' #');
+    t.num(id);
+    t.ch(32);
+    t.str(op.op);
+    if ('key' in op) {
+      t.ch(32);
+      t.str(`${op.key}`);
+    } else {
+      t.str(' [');
+      t.num(op.entries.length);
+      t.ch(93);
+    }
+    t.end();
     const e = this.nodes.get(nodeId);
     if (!e) {
       this.record(nodeId, { id, ok: false, code: 'not_found', error: `node ${nodeId} not found` });
@@ -333,7 +269,7 @@ export class DetCluster {
 
   control(id: NodeId, cmd: ControlCommand): ControlResult {
     const e = this.nodes.get(id);
-    this.line(`${this.stamp()}control ${id} ${cmd.kind}`);
+    this.line(`control ${id} ${cmd.kind}`);
     if (!e) return { ok: false, code: 'not_found', error: `node ${id} not found` };
     if (!e.core) return { ok: false, code: 'node_crashed', error: `node ${id} is down` };
     const result = e.core.control(cmd, this.clock);
@@ -356,7 +292,14 @@ export class DetCluster {
 
   /** Advances to the next event and processes everything due then; false when nothing is pending. */
   step(): boolean {
-    const at = this.nextEventAt();
+    return this.stepAt(this.nextEventAt());
+  }
+
+  /**
+   * step() when the caller has just asked nextEventAt() and changed nothing since: `at` must be
+   * what it returned (it saves asking every core for its deadline again).
+   */
+  stepAt(at: number): boolean {
     if (at === Infinity) return false;
     if (at > this.clock) this.clock = at;
     if (this.clock !== this.instant) {
@@ -368,7 +311,7 @@ export class DetCluster {
         `livelock: ${stepsPerInstantMax} steps at virtual time ${this.clock} (seed ${this.opts.seed})`,
       );
     }
-    this.fabric.deliverDue(this.clock, this.sink);
+    this.fabric.deliverDueLists(this.clock, this.sink);
     // Nodes are added and removed between steps only (a core or an onEvent listener cannot).
     const ordered = this.ordered;
     for (let i = 0; i < ordered.length; i++) {
@@ -382,7 +325,7 @@ export class DetCluster {
 
   /** Processes every event up to and including `timeMs`, then sets the clock to it. */
   runUntil(timeMs: number): void {
-    while (this.nextEventAt() <= timeMs) this.step();
+    for (let at = this.nextEventAt(); at <= timeMs; at = this.nextEventAt()) this.stepAt(at);
     if (timeMs > this.clock) this.clock = timeMs;
   }
 
@@ -393,7 +336,11 @@ export class DetCluster {
   /** Runs until the reply arrives (clock left at its arrival) or `maxMs` pass (undefined). */
   runUntilReply(reqId: number, maxMs: number): ClientReply | undefined {
     const deadline = this.clock + maxMs;
-    while (!this.replies.has(reqId) && this.nextEventAt() <= deadline) this.step();
+    while (!this.replies.has(reqId)) {
+      const at = this.nextEventAt();
+      if (at > deadline) break;
+      this.stepAt(at);
+    }
     const r = this.replies.get(reqId);
     if (!r && deadline > this.clock) this.clock = deadline;
     return r;
@@ -405,7 +352,7 @@ export class DetCluster {
     if (!e?.core) return;
     e.paused = true;
     this.fabric.setDeliverable(id, false);
-    this.line(`${this.stamp()}pause ${id}`);
+    this.line(`pause ${id}`);
   }
 
   resume(id: NodeId): void {
@@ -413,7 +360,7 @@ export class DetCluster {
     if (!e?.core || !e.paused) return;
     e.paused = false;
     this.fabric.setDeliverable(id, true);
-    this.line(`${this.stamp()}resume ${id}`);
+    this.line(`resume ${id}`);
   }
 
   /**
@@ -439,14 +386,14 @@ export class DetCluster {
     e.paused = false;
     // Deliverable, so what arrives is handed over and lost rather than held for a later incarnation.
     this.fabric.setDeliverable(id, true);
-    this.line(`${this.stamp()}crash ${id}`);
+    this.line(`crash ${id}`);
   }
 
   /** Builds a new core for a crashed node from what it persisted; no-op when it is running. */
   restart(id: NodeId): void {
     const e = this.nodes.get(id);
     if (!e || e.core) return;
-    this.line(`${this.stamp()}restart ${id}`);
+    this.line(`restart ${id}`);
     e.core = this.build(id, this.rng.fork(), e.persisted);
     this.flush(e);
   }
@@ -457,7 +404,7 @@ export class DetCluster {
    */
   addNode(id: NodeId, opts: { notifyPeers?: boolean } = {}): void {
     if (this.nodes.has(id)) return;
-    this.line(`${this.stamp()}add ${id}`);
+    this.line(`add ${id}`);
     this.order.push(id);
     this.fabric.addNode(id);
     const entry: NodeEntry = { id, core: undefined, paused: false, persisted: undefined, durable: undefined };
@@ -470,7 +417,7 @@ export class DetCluster {
 
   removeNode(id: NodeId, opts: { notifyPeers?: boolean } = {}): void {
     if (!this.nodes.has(id)) return;
-    this.line(`${this.stamp()}remove ${id}`);
+    this.line(`remove ${id}`);
     this.nodes.delete(id);
     this.order = this.order.filter((x) => x !== id);
     this.ordered = this.ordered.filter((x) => x.id !== id);
@@ -507,17 +454,18 @@ export class DetCluster {
     });
   }
 
-  private deliver(to: NodeId, batch: Array<Delivery<unknown>>): void {
+  private deliver(to: NodeId, froms: readonly string[], payloads: readonly unknown[]): void {
     const e = this.nodes.get(to);
-    for (const d of batch) {
-      const msg = this.opts.encode ? unpack(d.payload as Uint8Array) : d.payload;
+    for (let i = 0; i < froms.length; i++) {
+      const from = froms[i] as string;
+      const msg = this.opts.encode ? unpack(payloads[i] as Uint8Array) : payloads[i];
       if (!e?.core) {
         this.lostToCrashed++;
-        this.line(`${this.stamp()}${d.from}->${to} lost_down ${summarize(msg)}`);
+        this.deliveryLine(from, to, ' lost_down ', msg);
         continue;
       }
-      this.line(`${this.stamp()}${d.from}->${to} ${summarize(msg)}`);
-      e.core.onMessage(d.from, msg, this.clock);
+      this.deliveryLine(from, to, ' ', msg);
+      e.core.onMessage(from, msg, this.clock);
       this.flush(e);
     }
   }
@@ -545,10 +493,16 @@ export class DetCluster {
       durable.length = 0;
     }
     if (cause === 'tick' && out.messages.length + out.replies.length + out.events.length > 0) {
-      this.line(
-        `${this.stamp()}tick ${e.id} msgs=${out.messages.length} replies=${out.replies.length} ` +
-          `events=${out.events.length}`,
-      );
+      const t = this.begin();
+      t.str('tick ');
+      t.str(e.id);
+      t.str(' msgs=');
+      t.num(out.messages.length);
+      t.str(' replies=');
+      t.num(out.replies.length);
+      t.str(' events=');
+      t.num(out.events.length);
+      t.end();
     }
     for (const m of out.messages) {
       this.fabric.submit(e.id, m.to, this.opts.encode ? pack(m.msg) : m.msg, this.clock);
@@ -572,20 +526,39 @@ export class DetCluster {
 
   private record(nodeId: NodeId, r: ClientReply): void {
     this.replies.set(r.id, r);
-    this.line(`${this.stamp()}reply ${nodeId} #${r.id} ${r.ok ? 'ok' : `${r.code}`}`);
+    const t = this.begin();
+    t.str('reply ');
+    t.str(nodeId);
+    t.str(' #');
+    t.num(r.id);
+    t.ch(32);
+    t.str(r.ok ? 'ok' : `${r.code}`);
+    t.end();
   }
 
-  private line(s: string): void {
-    this.traceLog.write(s);
+  /** One whole trace line: the virtual time, a space, then `text`. */
+  private line(text: string): void {
+    const t = this.begin();
+    t.str(text);
+    t.end();
   }
 
-  /** The trace line prefix for the current virtual time: the time and a space. */
-  private stamp(): string {
-    if (this.clock !== this.stampAt) {
-      this.stampAt = this.clock;
-      this.stampText = `${this.clock} `;
-    }
-    return this.stampText;
+  /** Starts a trace line with the virtual time and a space; the caller writes the rest and ends it. */
+  private begin(): TraceLog {
+    const t = this.traceLog;
+    t.stamp(this.clock);
+    return t;
+  }
+
+  /** `<from>-><to><sep><summary of msg>`, the line of a message handed to a node. */
+  private deliveryLine(from: string, to: string, sep: string, msg: unknown): void {
+    const t = this.begin();
+    t.str(from);
+    t.str('->');
+    t.str(to);
+    t.str(sep);
+    summarizeInto(t, msg);
+    t.end();
   }
 }
 
@@ -602,7 +575,7 @@ export function summarize(msg: unknown): string {
   // Joined once: a few flat strings instead of a long chain of concatenations for the hash to walk.
   const parts: string[] = [];
   for (const k in rec) {
-    if (!Object.hasOwn(rec, k)) continue;
+    if (!hasOwnProperty.call(rec, k)) continue;
     const v = rec[k];
     if (v === undefined) continue;
     if (typeof v === 'string') parts.push(`${k}=${v.length > 24 ? `${v.slice(0, 24)}…` : v}`);

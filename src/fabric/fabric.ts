@@ -164,8 +164,15 @@ interface NodeSlot<P> {
   id: string;
   index: number;
   deliverable: boolean;
-  /** Due messages not yet handed to a sink; capped at inboxMax while not deliverable. */
-  inbox: Array<Delivery<P>>;
+  /**
+   * Due messages not yet handed to a sink, as two parallel lists (sender, payload): no object per
+   * message. Capped at inboxMax while not deliverable.
+   */
+  inboxFrom: string[];
+  inboxPayload: P[];
+  /** Emptied lists swapped in when the inbox is handed over (the next hand-off reuses them). */
+  spareFrom: string[];
+  sparePayload: P[];
   /** When the oldest held message became due. */
   inboxFirstAt: number;
   /** Outgoing links indexed by destination slot, created on first use. */
@@ -234,7 +241,17 @@ export class Fabric<P> {
     if (this.ids.has(id)) return;
     let index = this.slots.indexOf(undefined);
     if (index < 0) index = this.slots.length;
-    this.slots[index] = { id, index, deliverable: true, inbox: [], inboxFirstAt: Infinity, out: [] };
+    this.slots[index] = {
+      id,
+      index,
+      deliverable: true,
+      inboxFrom: [],
+      inboxPayload: [],
+      spareFrom: [],
+      sparePayload: [],
+      inboxFirstAt: Infinity,
+      out: [],
+    };
     this.ids.set(id, index);
   }
 
@@ -254,8 +271,8 @@ export class Fabric<P> {
       }
     }
     this.inFlight -= lost;
-    this.inInboxes -= slot.inbox.length;
-    this.discarded += lost + slot.inbox.length;
+    this.inInboxes -= slot.inboxFrom.length;
+    this.discarded += lost + slot.inboxFrom.length;
     this.heap = this.heap.filter((l) => l.size > 0);
     this.rebuildHeap();
     for (const p of this.parts.values()) {
@@ -358,7 +375,7 @@ export class Fabric<P> {
     if (index === undefined) return;
     const slot = this.slots[index] as NodeSlot<P>;
     slot.deliverable = deliverable;
-    if (deliverable && slot.inbox.length > 0 && slot.inboxFirstAt < this.readyAt) this.readyAt = slot.inboxFirstAt;
+    if (deliverable && slot.inboxFrom.length > 0 && slot.inboxFirstAt < this.readyAt) this.readyAt = slot.inboxFirstAt;
   }
 
   isDeliverable(id: string): boolean {
@@ -428,6 +445,20 @@ export class Fabric<P> {
    * may call submit (what it submits waits for the next call). Returns the messages handed to sinks.
    */
   deliverDue(now: number, sink: (to: string, batch: Array<Delivery<P>>) => void): number {
+    return this.deliverDueLists(now, (to, froms, payloads) => {
+      const batch: Array<Delivery<P>> = [];
+      for (let i = 0; i < froms.length; i++) batch.push({ from: froms[i] as string, payload: payloads[i] as P });
+      sink(to, batch);
+    });
+  }
+
+  /**
+   * deliverDue, the batch handed as two parallel lists (senders, payloads) instead of an object per
+   * message: what the deterministic runtime calls for every message of a run. The lists are the
+   * fabric's, reused for a later batch: read them during the call, keep nothing. The sink may call
+   * submit (what it submits waits for the next call), not deliverDue.
+   */
+  deliverDueLists(now: number, sink: (to: string, froms: readonly string[], payloads: readonly P[]) => void): number {
     const heap = this.heap;
     while (heap.length > 0) {
       const link = heap[0] as Link<P>;
@@ -447,14 +478,15 @@ export class Fabric<P> {
           this.onDrop?.(fromId, dst.id, 'dropped_partition', payload);
           continue;
         }
-        if (!dst.deliverable && dst.inbox.length >= this.inboxMax) {
+        if (!dst.deliverable && dst.inboxFrom.length >= this.inboxMax) {
           this.droppedFull++;
           link.dropped_full++;
           this.onDrop?.(fromId, dst.id, 'dropped_full', payload);
           continue;
         }
-        if (dst.inbox.length === 0) dst.inboxFirstAt = at;
-        dst.inbox.push({ from: fromId, payload });
+        if (dst.inboxFrom.length === 0) dst.inboxFirstAt = at;
+        dst.inboxFrom.push(fromId);
+        dst.inboxPayload.push(payload);
         this.inInboxes++;
         link.delivered++;
       }
@@ -465,14 +497,24 @@ export class Fabric<P> {
     const slots = this.slots;
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i];
-      if (!s || !s.deliverable || s.inbox.length === 0) continue;
-      const batch = s.inbox;
-      s.inbox = [];
+      if (!s || !s.deliverable || s.inboxFrom.length === 0) continue;
+      const froms = s.inboxFrom;
+      const payloads = s.inboxPayload;
+      s.inboxFrom = s.spareFrom;
+      s.inboxPayload = s.sparePayload;
       s.inboxFirstAt = Infinity;
-      this.inInboxes -= batch.length;
-      this.delivered += batch.length;
-      handed += batch.length;
-      sink(s.id, batch);
+      const n = froms.length;
+      this.inInboxes -= n;
+      this.delivered += n;
+      handed += n;
+      try {
+        sink(s.id, froms, payloads);
+      } finally {
+        froms.length = 0;
+        payloads.length = 0;
+        s.spareFrom = froms;
+        s.sparePayload = payloads;
+      }
     }
     return handed;
   }

@@ -335,6 +335,54 @@ t.test('the trace hash covers lines past the in-memory cap', async (t) => {
   );
 });
 
+t.test('trace lines and hash are exact for any text: non-ASCII, astral, lone surrogates, cuts', async (t) => {
+  const { createHash } = await import('node:crypto');
+  // Keys and values reach the trace through the client line and the summary of each 'put'.
+  const texts = [
+    'plain',
+    'café ünï',
+    '…x',
+    '😀 astral',
+    'lone \ud800 high',
+    'lone \udc00 low',
+    `${'y'.repeat(23)}😀tail`, // the 24-character cut falls inside the pair: a lone high surrogate
+    `${'z'.repeat(22)}😀tail`, // the cut keeps the pair whole
+    'ß'.repeat(40),
+    'line\nbreak',
+  ];
+  for (const [i, text] of texts.entries()) {
+    const c = cluster({ seed: 3 });
+    c.runFor(50);
+    const id = c.client('n1', { op: 'write', key: text, value: `${text}#${i}` });
+    c.runUntilReply(id, 1000);
+    c.runFor(100);
+    const lines = c.trace;
+    const joined = lines.map((l) => `${l}\n`).join('');
+    t.equal(c.traceHash(), createHash('sha256').update(joined).digest('hex'), `${i}: hash of the lines`);
+    t.ok(
+      lines.some((l) => l.endsWith(` client n1 #${id} write ${text}`)),
+      `${i}: the client line keeps the key as it is`,
+    );
+    const put = { type: 'put', key: text, value: `${text}#${i}`, seq: 1, req: id };
+    t.ok(
+      lines.some((l) => l.endsWith(`n1->n2 ${summarize(put)}`)),
+      `${i}: the delivery line is the message's summary`,
+    );
+    const again = cluster({ seed: 3, traceLinesMax: 0 });
+    again.runFor(50);
+    again.runUntilReply(again.client('n1', { op: 'write', key: text, value: `${text}#${i}` }), 1000);
+    again.runFor(100);
+    t.equal(again.traceHash(), c.traceHash(), `${i}: the same hash with no line kept`);
+    const heard: string[] = [];
+    const recorded = cluster({ seed: 3 });
+    recorded.onTraceLine = (l) => heard.push(l);
+    recorded.runFor(50);
+    recorded.runUntilReply(recorded.client('n1', { op: 'write', key: text, value: `${text}#${i}` }), 1000);
+    recorded.runFor(100);
+    t.same(heard, lines, `${i}: the line listener hears the kept lines`);
+  }
+});
+
 t.test('msgpack encoding, like the live wire, does not change the run', async (t) => {
   for (const seed of [5, 6]) {
     const plain = chaos(seed, false);

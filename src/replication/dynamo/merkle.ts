@@ -9,9 +9,24 @@ import { ringPosition } from './ring.js';
 
 export const merkleBuckets = 64;
 
+/** Short texts whose digest is remembered (a version's text, a pair of child hashes), at most this many. */
+const hashTextMemoMax = 512;
+/** Longer texts (a bucket of many keys) are hashed every time: they rarely repeat and would hold memory. */
+const hashTextMemoChars = 160;
+const hashTextMemo = new Map<string, string>();
+
 export function hashText(s: string): string {
-  // crypto.hash: the one-shot form, about 2.5x cheaper than a Hash object for a short string.
-  return hash('md5', s, 'hex');
+  // The cores digest the same few versions and merkle parents over and over (every read, every
+  // anti-entropy round): a remembered digest skips the call into OpenSSL. The digest is the same.
+  if (s.length > hashTextMemoChars) return hash('md5', s, 'hex');
+  let h = hashTextMemo.get(s);
+  if (h === undefined) {
+    // crypto.hash: the one-shot form, about 2.5x cheaper than a Hash object for a short string.
+    h = hash('md5', s, 'hex');
+    if (hashTextMemo.size >= hashTextMemoMax) hashTextMemo.clear();
+    hashTextMemo.set(s, h);
+  }
+  return h;
 }
 
 export function bucketOf(key: string, buckets: number = merkleBuckets): number {
@@ -20,9 +35,20 @@ export function bucketOf(key: string, buckets: number = merkleBuckets): number {
 
 /** Leaf hashes: one per bucket, '' for an empty bucket. */
 export function merkleLeaves(entries: Iterable<readonly [string, string]>, buckets: number = merkleBuckets): string[] {
-  const lines: string[][] = Array.from({ length: buckets }, () => []);
-  for (const [key, digest] of entries) (lines[bucketOf(key, buckets)] as string[]).push(`${key}\u0000${digest}`);
-  return lines.map((ls) => (ls.length === 0 ? '' : hashText(ls.sort().join('\n'))));
+  // Only the buckets that hold a key get a list (a store of a few keys touches a few of the 64).
+  const lines: Array<string[] | undefined> = [];
+  for (let i = 0; i < buckets; i++) lines.push(undefined);
+  for (const [key, digest] of entries) {
+    const b = bucketOf(key, buckets);
+    const line = `${key}\u0000${digest}`;
+    const ls = lines[b];
+    if (ls === undefined) lines[b] = [line];
+    else ls.push(line);
+  }
+  const leaves: string[] = [];
+  for (const ls of lines)
+    leaves.push(ls === undefined ? '' : hashText(ls.length === 1 ? (ls[0] as string) : ls.sort().join('\n')));
+  return leaves;
 }
 
 /** One level up the tree: neighbours hashed pairwise (two empty children make an empty parent). */

@@ -11,6 +11,23 @@ export const vnodesPerNode = 128;
 
 /** Position of a string on the ring: the first 32 bits of its MD5 (Dynamo hashes keys with MD5). */
 export function ringPosition(s: string): number {
+  // A key's position is asked for on every request and every anti-entropy round: remembered for
+  // the last few hundred short keys (the same number; a call into OpenSSL saved).
+  if (s.length > ringMemoChars) return md5Position(s);
+  let pos = ringMemo.get(s);
+  if (pos === undefined) {
+    pos = md5Position(s);
+    if (ringMemo.size >= ringMemoMax) ringMemo.clear();
+    ringMemo.set(s, pos);
+  }
+  return pos;
+}
+
+const ringMemoMax = 512;
+const ringMemoChars = 160;
+const ringMemo = new Map<string, number>();
+
+function md5Position(s: string): number {
   // crypto.hash: the one-shot form, about 2.5x cheaper than a Hash object for a short string.
   return hash('md5', s, 'buffer').readUInt32BE(0);
 }

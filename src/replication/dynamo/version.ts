@@ -27,8 +27,28 @@ export function lwwNewer(a: Version, b: Version): boolean {
 /** What identifies a version's content (not its vector clock). */
 export function versionDigest(v: Version | null | undefined): string {
   if (!v) return 'none';
-  return hashText(`${v.timestamp}|${v.node_id}|${v.tombstone ? 1 : 0}|${v.value}`);
+  // A stored version is digested again on every read and anti-entropy round: its digest is kept
+  // with the fields it covers, and used only while they are unchanged (the same digest, always).
+  const seen = digestOf.get(v);
+  if (
+    seen !== undefined &&
+    seen.timestamp === v.timestamp &&
+    seen.node_id === v.node_id &&
+    seen.tombstone === v.tombstone &&
+    seen.value === v.value
+  ) {
+    return seen.digest;
+  }
+  const digest = hashText(`${v.timestamp}|${v.node_id}|${v.tombstone ? 1 : 0}|${v.value}`);
+  digestOf.set(v, { timestamp: v.timestamp, node_id: v.node_id, tombstone: v.tombstone, value: v.value, digest });
+  return digest;
 }
+
+/** versionDigest's memory: per version object, the fields it digested and the digest. */
+const digestOf = new WeakMap<
+  Version,
+  { timestamp: number; node_id: string; tombstone: boolean; value: string; digest: string }
+>();
 
 /**
  * Merges a remote HLC timestamp so the next local tick is strictly later. HybridClock.observe

@@ -602,7 +602,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       const evAt = c.nextEventAt();
       if (Math.min(evAt, driverAt) > faultEnd) break;
       if (evAt <= driverAt) {
-        c.step();
+        c.stepAt(evAt);
         pollReplies();
         applyCommittedConfigs();
         continue;
@@ -714,8 +714,9 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
           continue;
         }
       }
-      if (c.nextEventAt() > deadline) break;
-      c.step();
+      const at = c.nextEventAt();
+      if (at > deadline) break;
+      c.stepAt(at);
     }
     livenessMs = c.now - healAt;
     const caughtUp = probeIndex > 0 && appliedEverywhere(probeIndex);
