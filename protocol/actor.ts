@@ -5,7 +5,8 @@
  *    ([u16 node index][u32 length][msgpack bytes] repeated), so the fabric routes them without
  *    decoding, and deliveries to a worker are batched;
  *  - client batches: an array of client requests (front -> actor) or replies and events
- *    (actor -> front), one msgpack document per post.
+ *    (actor -> front), one msgpack document per post, written as msgpack records over shapes both
+ *    ends know in advance (clientStructures).
  * Control calls (status, pause, clock skew, ...) go over comlink on a separate port.
  * The TypeBox schemas of these messages live in actor-schemas.ts (not imported here: a worker
  * loads this module, and typebox would add hundreds of ms to every node's start-up).
@@ -28,10 +29,75 @@ export function decode<T = unknown>(bytes: Uint8Array): T {
 
 /** Encode into a fresh, exactly-sized ArrayBuffer that can be transferred to another thread. */
 export function encodeTransferable(value: unknown): ArrayBuffer {
-  const packed = packr.pack(value);
+  return transferableCopy(packr.pack(value));
+}
+
+function transferableCopy(packed: Uint8Array): ArrayBuffer {
   const out = new Uint8Array(packed.byteLength);
   out.set(packed);
   return out.buffer;
+}
+
+/**
+ * The shapes (key lists, in key order) of the client channel's hot objects, known to both ends:
+ * msgpack records. An object of one of these shapes goes as a record id and its values, with no
+ * key strings, and msgpackr reads it with a reader compiled for the shape (a map costs a key read
+ * per field). Any other shape (an error reply, an event's data) still travels, as a record defined
+ * inside its document. The list is part of the wire (an index is a record id): the front and its
+ * actors load it from this one module of the same build, so both ends always agree. Peer frames and
+ * durable records stay plain maps (the fabric's link stats read a message's kind tag from its
+ * bytes). Measured (batches of 16 single_leader writes, CPU medians of 12 interleaved rounds): the
+ * front's part (encode the requests, decode the replies) 1.77 -> 0.85 us per write, the actor's 1.58 -> 1.20;
+ * 173 -> 76 reply bytes and 72 -> 50 request bytes per write.
+ */
+const clientStructures = (): string[][] => [
+  // actor -> front: the `out` document, a reply, its result, the entry (a Version), events
+  ['replies', 'events'],
+  ['id', 'ok', 'result'],
+  ['kind', 'entry', 'node_id'],
+  ['key', 'value', 'tombstone', 'timestamp', 'node_id', 'version', 'vclock'],
+  ['type', 'node_id', 'data'],
+  ['index', 'entries', 'leader'],
+  ['index'],
+  ['key', 'op', 'acks', 'required', 'latency_ms', 'sloppy', 'stand_ins'],
+  // version vectors: raft's (empty) and those of a key written through one node, n1 to n9 (a
+  // record defined inside a document costs its reader to be built again in every document)
+  [],
+  ['n1'],
+  ['n2'],
+  ['n3'],
+  ['n4'],
+  ['n5'],
+  ['n6'],
+  ['n7'],
+  ['n8'],
+  ['n9'],
+  // front -> actor: a request, traced or not, and its operation
+  ['id', 'op'],
+  ['id', 'op', 'tp'],
+  ['op', 'key', 'value'],
+  ['op', 'key', 'value', 'client_id'],
+  ['op', 'key'],
+  ['op', 'key', 'client_id'],
+];
+const clientShapes = clientStructures();
+/** No shape is added at run time (maxSharedStructures): both ends keep exactly the list above. */
+const clientPackr = new Packr({
+  structures: clientShapes,
+  maxSharedStructures: clientShapes.length,
+  useRecords: true,
+  moreTypes: false,
+  mapsAsObjects: true,
+});
+
+/** A client batch (`req`) or an `out` document, as a transferable ArrayBuffer (records, see clientStructures). */
+export function encodeClientTransferable(value: unknown): ArrayBuffer {
+  return transferableCopy(clientPackr.pack(value));
+}
+
+/** Reads what encodeClientTransferable wrote. */
+export function decodeClient<T = unknown>(bytes: Uint8Array): T {
+  return clientPackr.unpack(bytes) as T;
 }
 
 /** Front -> actor post. `net` is a peer frame buffer (deliveries), `req` a msgpack array of client requests. */

@@ -17,10 +17,11 @@ import type { ClientRequest, ControlCommand, CoreOptions, CoreOutput, Strategy }
 import { SeededRng } from '../src/util/rng.js';
 import {
   decode,
+  decodeClient,
   durableCheckpointFrameIndex,
   durableFrameIndex,
   encode,
-  encodeTransferable,
+  encodeClientTransferable,
   forEachDurableRecord,
   FrameWriter,
   nodeIdOf,
@@ -127,9 +128,9 @@ function flush(): void {
         }
       }
     }
-    // FrameWriter copies the bytes when it finishes, after the codec may have reused its buffer
-    // for the sends below: take a copy now.
-    const records = encode(from === 0 ? durable : durable.slice(from)).slice();
+    // No copy: FrameWriter copies every part when it finishes, and msgpackr never writes over the
+    // bytes of an earlier encode (it goes on past them, or into a new buffer), like the sends below.
+    const records = encode(from === 0 ? durable : durable.slice(from));
     w.add(checkpoint ? durableCheckpointFrameIndex : durableFrameIndex, records);
     durable.length = 0;
   }
@@ -172,7 +173,7 @@ function flush(): void {
   if (!eventsEnabled) out.events.length = 0;
   if (out.replies.length > 0 || out.events.length > 0) {
     const doc: ActorOut = { replies: out.replies, events: out.events };
-    msg.out = encodeTransferable(doc);
+    msg.out = encodeClientTransferable(doc);
     transfer.push(msg.out);
     out.replies.length = 0;
     out.events.length = 0;
@@ -214,7 +215,7 @@ port.on('message', (m: ToActor) => {
     });
   }
   if (m.req) {
-    for (const r of decode<Array<ClientRequest & { tp?: string }>>(new Uint8Array(m.req))) {
+    for (const r of decodeClient<Array<ClientRequest & { tp?: string }>>(new Uint8Array(m.req))) {
       if (r.tp === undefined || !tracing.on) {
         core.onClient(r, now);
         continue;

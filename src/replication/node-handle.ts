@@ -12,8 +12,8 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import {
-  decode,
-  encodeTransferable,
+  decodeClient,
+  encodeClientTransferable,
   leadingDurableFrame,
   type ActorOut,
   type FromActor,
@@ -491,7 +491,7 @@ export class NodeHandle {
     this.netQueue = [];
     let req: ArrayBuffer | undefined;
     if (this.queue.length > 0) {
-      req = encodeTransferable(this.queue);
+      req = encodeClientTransferable(this.queue);
       this.queue = [];
     }
     // Deliveries first (per-sender order), the last one in the same post as the requests.
@@ -508,7 +508,7 @@ export class NodeHandle {
   private onMessage(m: FromActor | ActorBooted): void {
     // A pool actor taken while still booting says so once it listens: nothing for the node.
     if ('booted' in m) return;
-    const out = m.out === undefined ? undefined : decode<ActorOut<ClientReply, CoreEvent>>(new Uint8Array(m.out));
+    const out = m.out === undefined ? undefined : decodeClient<ActorOut<ClientReply, CoreEvent>>(new Uint8Array(m.out));
     // Durable first: storage has a step's records (the leading frame of its `net` buffer) before
     // any of its sends or replies go out. The fabric skips that frame (a reserved index).
     if (m.net) {
