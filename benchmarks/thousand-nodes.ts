@@ -11,14 +11,17 @@
  * 500 ms (each latency from request to last body byte, loopback); *quiet*: with no writes, the
  * front thread's CPU over back-to-back scrapes minus its CPU over an idle window of the same length
  * (from /proc, so other work on the shared machine does not count); then the scrape's content is
- * checked (a sim_writes_total series for every cluster).
+ * checked (a sim_writes_total series for every cluster). Over the load it also reports where the CPU
+ * went (schedstat: the front thread, every other thread, and how long the front sat runnable without
+ * a CPU) and the peer messages/s through the fabrics: 8 per write when nothing is retransmitted
+ * (4 appends, 4 acks), many more once late acks set off single_leader's 100 ms retransmits.
  * BASE_DIR (a built checkout, see writes-vs-base.ts) runs the same against that build first, so a
  * before/after pair comes from one run. THOUSAND_PROFILE=file saves a CPU profile of the front
  * thread over the quiet scrapes (PROFILER_ADDR, src/profiler). Knobs: THOUSAND_CLUSTERS (200),
  * THOUSAND_NODES (5), THOUSAND_WRITES_PER_S (1000), THOUSAND_SECONDS (30), THOUSAND_STRATEGIES
  * (single_leader). Creating 200 clusters takes most of the run (about 3 min on a busy machine).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -99,6 +102,45 @@ const rssMb = (child: Child): number => {
   return m ? Number(m[1]) / 1024 : NaN;
 };
 
+/**
+ * Per-thread CPU of the simulator over a window, from schedstat (nanoseconds, not 10 ms ticks): the
+ * front (the main thread), every other thread (the node workers plus V8's and libuv's helpers), and
+ * the time the front sat runnable in the run queue without a CPU (a starved front answers late
+ * however little work it has).
+ */
+interface ThreadCpu {
+  frontS: number;
+  othersS: number;
+  frontWaitS: number;
+}
+
+function threadCpu(pid: number): ThreadCpu {
+  const t: ThreadCpu = { frontS: 0, othersS: 0, frontWaitS: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let fields: string[];
+    try {
+      fields = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+    } catch {
+      continue; // a thread that exited meanwhile
+    }
+    const runS = Number(fields[0]) / 1e9;
+    if (Number(tid) === pid) {
+      t.frontS = runS;
+      t.frontWaitS = Number(fields[1]) / 1e9;
+    } else t.othersS += runS;
+  }
+  return t;
+}
+
+/** Peer messages submitted to every cluster's fabric so far (GET /api/v1/simulation/metrics). */
+async function fabricSubmitted(port: number): Promise<number> {
+  const r = await request(port, 'GET', '/api/v1/simulation/metrics');
+  let n = 0;
+  for (const c of Object.values(JSON.parse(r.body) as Record<string, { fabric?: { submitted?: number } }>))
+    n += c.fabric?.submitted ?? 0;
+  return n;
+}
+
 /** CPU seconds (user + system) of the process's main thread (the front: HTTP, fabric, metrics), from /proc. */
 function mainThreadCpuS(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
@@ -119,6 +161,12 @@ interface RunResult {
   scrapeCpuMs: number;
   scrapeBytes: number;
   seriesClusters: number;
+  /** Over the load phase, per second: CPU of the front and of every other thread, the front's run-queue wait. */
+  loadFrontCpu: number;
+  loadOthersCpu: number;
+  loadFrontWait: number;
+  /** Peer messages through the fabrics per second over the load phase. */
+  fabricPerS: number;
 }
 
 async function run(label: string, dist: string): Promise<RunResult> {
@@ -155,6 +203,10 @@ async function run(label: string, dist: string): Promise<RunResult> {
     const createS = (performance.now() - t0) / 1000;
     console.log(`${label}: ${clustersN} clusters x ${nodesPer} nodes created in ${createS.toFixed(1)} s`);
     await sleep(3000); // raft elections and the pool's refill settle
+    const pid = sim.proc.pid as number;
+    const submitted0 = await fabricSubmitted(port);
+    const cpu0 = threadCpu(pid);
+    const load0 = performance.now();
 
     // ---- load: open-loop writes to every cluster, /healthz and /metrics probed alongside
     const writes: number[] = [];
@@ -209,12 +261,14 @@ async function run(label: string, dist: string): Promise<RunResult> {
     await sleep(loadSeconds * 1000);
     stop = true;
     await Promise.all([writer, prober, scraper]);
+    const cpu1 = threadCpu(pid);
+    const loadS = (performance.now() - load0) / 1000;
     await Promise.all(pending);
     const rss = rssMb(sim);
+    const fabricPerS = ((await fabricSubmitted(port)) - submitted0) / loadS;
 
     // ---- quiet: the front thread's CPU per scrape, net of its idle CPU over as long a window
     await sleep(1000);
-    const pid = sim.proc.pid as number;
     let profile: Promise<string> | undefined;
     if (profileFile) {
       profile = new Promise((resolve, reject) => {
@@ -265,6 +319,10 @@ async function run(label: string, dist: string): Promise<RunResult> {
       scrapeCpuMs,
       scrapeBytes: lastBody.length,
       seriesClusters,
+      loadFrontCpu: (cpu1.frontS - cpu0.frontS) / loadS,
+      loadOthersCpu: (cpu1.othersS - cpu0.othersS) / loadS,
+      loadFrontWait: (cpu1.frontWaitS - cpu0.frontWaitS) / loadS,
+      fabricPerS,
     };
   } finally {
     await request(port, 'POST', '/api/v1/simulation/reset', '{}').catch(() => undefined);
@@ -301,6 +359,9 @@ const rows = results.map((r) => ({
   'healthz p50 / p99 ms': `${quantile(r.healthz, 0.5).toFixed(1)} / ${quantile(r.healthz, 0.99).toFixed(1)}`,
   'scrape under load median / p95 ms': `${median(r.scrapes).toFixed(1)} / ${quantile(r.scrapes, 0.95).toFixed(1)}`,
   'scrape quiet median ms': median(r.quietScrapes),
+  'load CPU % front / other threads': `${(100 * r.loadFrontCpu).toFixed(0)} / ${(100 * r.loadOthersCpu).toFixed(0)}`,
+  'front run-queue wait %': 100 * r.loadFrontWait,
+  'fabric msgs/s (per write)': `${r.fabricPerS.toFixed(0)} (${(r.fabricPerS / writesPerS).toFixed(1)})`,
   'front CPU ms per scrape': r.scrapeCpuMs,
   'scrape KiB': r.scrapeBytes / 1024,
   'clusters in sim_writes_total': r.seriesClusters,
@@ -364,7 +425,10 @@ recordResult({
   runs: [quantile(mine.writes, 0.99)],
   method:
     `p99 over ${mine.writes.length} acknowledged writes (${mine.writeErrors} failed; p50 ` +
-    `${quantile(mine.writes, 0.5).toFixed(1)} ms), request to response over loopback keep-alive`,
+    `${quantile(mine.writes, 0.5).toFixed(1)} ms), request to response over loopback keep-alive; over the ` +
+    `load, CPU of the front ${(100 * mine.loadFrontCpu).toFixed(0)}% and of the other threads ` +
+    `${(100 * mine.loadOthersCpu).toFixed(0)}%, the front ${(100 * mine.loadFrontWait).toFixed(0)}% of the time ` +
+    `runnable without a CPU, ${mine.fabricPerS.toFixed(0)} peer messages/s (schedstat; fabric counters)`,
 });
 agent.destroy();
 const missed: string[] = [];
