@@ -142,3 +142,23 @@ t.test(
     t.equal(held, 'ACKED', `the acknowledged write survived (promoted ${promoted})`);
   },
 );
+
+t.test(
+  'the single_leader core term accessor reads status().term, also through the durable-storage wrapper',
+  async (t) => {
+    const ids = ['n1', 'n2', 'n3'];
+    const c = new DetCluster({
+      factory: withDurableStorage(createSingleLeaderCore, singleLeaderDurableFold),
+      nodeIds: ids,
+      config: clusterConfig({ strategy: 'single_leader', node_count: 3 }),
+      seed: 7,
+    });
+    const termOf = (id: string): number | undefined => (c.core(id) as { term?: number }).term;
+    t.ok(c.runUntilReply(c.client('n1', { op: 'write', key: 'k', value: 'v' }), 2000)?.ok, 'a write');
+    for (const id of ids) t.equal(termOf(id), c.core(id).status(c.now).term, `${id}: term equals status().term`);
+    for (const id of ids) c.control(id, { kind: 'set_leader', leader_id: 'n2', epoch: 5 });
+    c.runFor(200);
+    for (const id of ids) t.equal(termOf(id), 5, `${id}: the new epoch after set_leader`);
+    for (const id of ids) t.equal(termOf(id), c.core(id).status(c.now).term, `${id}: still status().term`);
+  },
+);

@@ -326,11 +326,15 @@ export class SingleLeaderCore implements NodeCore {
       return;
     }
     const entry = this.append(ops, now);
-    const versions = ops.map((o) => this.store.get(o.key) as Version);
-    const reply: ClientReply =
-      op.op === 'batch'
-        ? { id: req.id, ok: true, result: { kind: 'batch', entries: versions } }
-        : { id: req.id, ok: true, result: { kind: 'entry', entry: versions[0] as Version, node_id: this.id } };
+    let reply: ClientReply;
+    if (op.op === 'batch') {
+      const versions: Version[] = [];
+      for (const o of ops) versions.push(this.store.get(o.key) as Version);
+      reply = { id: req.id, ok: true, result: { kind: 'batch', entries: versions } };
+    } else {
+      const v = this.store.get((ops[0] as LogEntry['ops'][number]).key) as Version;
+      reply = { id: req.id, ok: true, result: { kind: 'entry', entry: v, node_id: this.id } };
+    }
     if (this.mode === 'async' || !this.hasFollowers()) {
       this.out.replies.push(reply);
     } else {
@@ -564,7 +568,8 @@ export class SingleLeaderCore implements NodeCore {
   private replicate(now: number): void {
     if (!this.isLeader()) return;
     // Followers at the same point get the same message object (the actor encodes it once).
-    let shared: { next: number; msg: AppendMessage } | undefined;
+    let sharedNext = -1;
+    let shared: AppendMessage | undefined;
     for (const [f, p] of this.progress) {
       if (p.needStoreCopy) {
         p.needStoreCopy = false;
@@ -590,7 +595,7 @@ export class SingleLeaderCore implements NodeCore {
         return;
       }
       let msg: AppendMessage;
-      if (shared !== undefined && shared.next === p.next) msg = shared.msg;
+      if (shared !== undefined && sharedNext === p.next) msg = shared;
       else {
         const entries = this.log.slice(p.next, this.timings.maxEntriesPerMessage);
         if (entries.length === 0) continue;
@@ -603,7 +608,8 @@ export class SingleLeaderCore implements NodeCore {
           leaderLastIndex: this.lastIndex,
           leaderCommit: this.commitIndex,
         };
-        shared = { next: p.next, msg };
+        shared = msg;
+        sharedNext = p.next;
       }
       if (p.inflight === 0) p.sentAt = now;
       this.send(f, msg);
@@ -623,11 +629,12 @@ export class SingleLeaderCore implements NodeCore {
     if (durable.length > 0) {
       if (out.durable === undefined) out.durable = [];
       for (const r of durable) out.durable.push(r);
-      durable.length = 0;
+      this.out.durable = [];
     }
-    if (this.out.messages.length !== 0) this.out.messages.length = 0;
-    if (this.out.replies.length !== 0) this.out.replies.length = 0;
-    if (this.out.events.length !== 0) this.out.events.length = 0;
+    // Fresh arrays rather than `length = 0` (a runtime call that drops the backing store all the same).
+    if (this.out.messages.length !== 0) this.out.messages = [];
+    if (this.out.replies.length !== 0) this.out.replies = [];
+    if (this.out.events.length !== 0) this.out.events = [];
     this.checkInvariants();
   }
 
@@ -722,22 +729,38 @@ export class SingleLeaderCore implements NodeCore {
       epoch: e.epoch,
       timestamp: e.timestamp,
       type: e.ops.length > 1 ? 'batch' : e.ops[0]?.value === null ? 'delete' : 'put',
-      ops: e.ops.map((o) => ({ key: o.key, ...(o.value === null ? { tombstone: true } : { value: o.value }) })),
+      ops: e.ops.map((o) => (o.value === null ? { key: o.key, tombstone: true } : { key: o.key, value: o.value })),
       committed: e.index <= this.commitIndex,
     }));
   }
 
+  /** Object.fromEntries(this.store), without the iterator protocol (the swarm reads it after every seed). */
   storeView(): Record<string, Version> {
-    return Object.fromEntries(this.store);
+    const view: Record<string, Version> = {};
+    for (const [k, v] of this.store) {
+      // An assignment to "__proto__" would set the prototype; fromEntries defines an own property.
+      if (k === '__proto__')
+        Object.defineProperty(view, k, { value: v, writable: true, enumerable: true, configurable: true });
+      else view[k] = v;
+    }
+    return view;
+  }
+
+  /** The epoch (status().term) without building the status: the swarm reads it on every acknowledged write. */
+  get term(): number {
+    return this.epoch;
   }
 }
 
 /** The factory wraps the core so every input also records the time drain() stamps sends with. */
-export function createSingleLeaderCore(opts: CoreOptions): NodeCore {
+export function createSingleLeaderCore(opts: CoreOptions): NodeCore & { readonly term: number } {
   const core = new SingleLeaderCore(opts);
   core.observeTime(opts.now);
   return {
     id: core.id,
+    get term() {
+      return core.term;
+    },
     onClient: (req, now) => {
       core.observeTime(now);
       core.onClient(req, now);

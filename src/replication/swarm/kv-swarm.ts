@@ -238,6 +238,8 @@ export function withDurableStorage(factory: CoreFactory, fold: DurableFold): Cor
       storeView: () => core.storeView(),
       persistentState: () => stored,
     };
+    // The single_leader core's `term` (status().term without building the status), passed on when it has one.
+    if ('term' in core) Object.defineProperty(wrapped, 'term', { get: () => (core as { term: number }).term });
     return wrapped;
   };
 }
@@ -458,7 +460,10 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     const rec: KvOp = { client: cl.name, node: req.node, op: req.op, invoke: req.invoke, complete: at, reply };
     if (reply === undefined || (!reply.ok && reply.indeterminate)) rec.complete = Infinity;
     if (reply?.ok && strategy === 'single_leader' && req.op.op !== 'read') {
-      rec.epoch = c.core(req.node).status(at).term ?? 0;
+      // The single_leader core's `term` accessor (its status().term, without building the status) when the
+      // wrapper around it passes it on.
+      const core = c.core(req.node) as NodeCore & { readonly term?: number };
+      rec.epoch = core.term ?? core.status(at).term ?? 0;
     }
     if (reply?.ok && strategy === 'multi_leader' && req.op.op !== 'read') {
       // A local write has seen everything its node knew of the key: its clock dominates the last sample.

@@ -25,12 +25,23 @@ export type SingleLeaderRecord =
 const entryRecordOpsStart = 5;
 
 export function entryRecord(e: LogEntry): SingleLeaderRecord {
+  const ops = e.ops;
+  const one = ops.length === 1 ? ops[0] : undefined;
+  // One op (most entries): the whole record as one literal, without growing it by pushes.
+  if (one !== undefined) return ['e', e.index, e.epoch, e.timestamp, e.node_id, one.key, one.value];
   const r: SingleLeaderRecord = ['e', e.index, e.epoch, e.timestamp, e.node_id];
-  for (const o of e.ops) r.push(o.key, o.value);
+  for (const o of ops) r.push(o.key, o.value);
   return r;
 }
 
 export function entryOfRecord(r: Extract<SingleLeaderRecord, ['e', ...unknown[]]>): LogEntry {
+  // One op (most records): its ops as one literal.
+  if (r.length === entryRecordOpsStart + 2) {
+    const ops: LogEntry['ops'] = [
+      { key: r[entryRecordOpsStart] as string, value: r[entryRecordOpsStart + 1] as string | null },
+    ];
+    return { index: r[1], epoch: r[2], timestamp: r[3], node_id: r[4], ops };
+  }
   const ops: LogEntry['ops'] = [];
   for (let i = entryRecordOpsStart; i + 1 < r.length; i += 2) {
     ops.push({ key: r[i] as string, value: r[i + 1] as string | null });
@@ -104,7 +115,8 @@ export const singleLeaderDurableFold: DurableFold = {
     const st = isSingleLeaderPersisted(state) ? state : emptyPersisted();
     switch (record[0]) {
       case 'c': {
-        const store = new Map(record[4].map((v) => [v.key, v]));
+        const store = new Map<string, Version>();
+        for (const v of record[4]) store.set(v.key, v);
         return {
           epoch: record[1],
           leader: record[2],

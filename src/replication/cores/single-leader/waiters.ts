@@ -30,7 +30,8 @@ export function settleWaiters(
   const replies: ClientReply[] = [];
   const keep: Waiter[] = [];
   for (const w of waiters) {
-    const acked = matches.filter((m) => m >= w.index).length;
+    let acked = 0;
+    for (const m of matches) if (m >= w.index) acked++;
     const needed = w.mode === 'sync' ? matches.length : Math.min(1, matches.length);
     if (acked >= needed) {
       replies.push(w.reply);
