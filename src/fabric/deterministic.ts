@@ -48,7 +48,8 @@ import { coreTimingsDefault, validateTimings } from '../../protocol/timings.js';
 import { SeededRng, type Rng } from '../util/rng.js';
 import { AssertionFailure, invariant } from '../util/assert.js';
 import { Fabric } from './fabric.js';
-import { hasOwnProperty, summarizeInto, TraceLog } from './trace-log.js';
+import { hasOwnProperty } from '../util/own.js';
+import { summarizeInto, TraceLog } from './trace-log.js';
 
 export const defaultStartTimeMs = 1_700_000_000_000;
 /** Steps allowed at one virtual instant before the runtime calls it a livelock (a core bug). */

@@ -5,18 +5,13 @@
  * the runtime wrote before (issue 20, point 6): the hash of a seed's run did not change.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { hasOwnProperty } from '../util/own.js';
 
 /**
  * Trace bytes gathered before they are fed to the hash (and, for kept lines, stored as one buffer):
  * one hash update and one stored chunk per ~32 KiB instead of one per line.
  */
 export const traceChunkBytes = 32_768;
-
-/**
- * Object.prototype.hasOwnProperty, called on the object a for-in walks with the key it gave: the
- * same answer as Object.hasOwn, and V8 reduces it to a map check there (Object.hasOwn it does not).
- */
-export const hasOwnProperty = Object.prototype.hasOwnProperty;
 
 /**
  * The run's trace: every line is written as UTF-8 bytes straight into one buffer (the pieces of a

@@ -6,28 +6,17 @@
  */
 import { hash } from 'node:crypto';
 import { ringPosition } from './ring.js';
+import { shortTextMemo } from '../../util/memo.js';
 
 export const merkleBuckets = 64;
 
-/** Short texts whose digest is remembered (a version's text, a pair of child hashes), at most this many. */
-const hashTextMemoMax = 512;
-/** Longer texts (a bucket of many keys) are hashed every time: they rarely repeat and would hold memory. */
-const hashTextMemoChars = 160;
-const hashTextMemo = new Map<string, string>();
-
-export function hashText(s: string): string {
-  // The cores digest the same few versions and merkle parents over and over (every read, every
-  // anti-entropy round): a remembered digest skips the call into OpenSSL. The digest is the same.
-  if (s.length > hashTextMemoChars) return hash('md5', s, 'hex');
-  let h = hashTextMemo.get(s);
-  if (h === undefined) {
-    // crypto.hash: the one-shot form, about 2.5x cheaper than a Hash object for a short string.
-    h = hash('md5', s, 'hex');
-    if (hashTextMemo.size >= hashTextMemoMax) hashTextMemo.clear();
-    hashTextMemo.set(s, h);
-  }
-  return h;
-}
+/**
+ * The MD5 of a text, hex. The cores digest the same few versions and merkle parents over and over
+ * (every read, every anti-entropy round): the last 512 texts of at most 160 characters are
+ * remembered, skipping the call into OpenSSL (a bucket of many keys is hashed every time).
+ * crypto.hash: the one-shot form, about 2.5x cheaper than a Hash object for a short string.
+ */
+export const hashText: (s: string) => string = shortTextMemo((s) => hash('md5', s, 'hex'), 512, 160);
 
 export function bucketOf(key: string, buckets: number = merkleBuckets): number {
   return ringPosition(key) % buckets;

@@ -6,31 +6,21 @@
  */
 import { hash } from 'node:crypto';
 import type { NodeId } from '../core.js';
+import { shortTextMemo } from '../../util/memo.js';
 
 export const vnodesPerNode = 128;
 
-/** Position of a string on the ring: the first 32 bits of its MD5 (Dynamo hashes keys with MD5). */
-export function ringPosition(s: string): number {
-  // A key's position is asked for on every request and every anti-entropy round: remembered for
-  // the last few hundred short keys (the same number; a call into OpenSSL saved).
-  if (s.length > ringMemoChars) return md5Position(s);
-  let pos = ringMemo.get(s);
-  if (pos === undefined) {
-    pos = md5Position(s);
-    if (ringMemo.size >= ringMemoMax) ringMemo.clear();
-    ringMemo.set(s, pos);
-  }
-  return pos;
-}
-
-const ringMemoMax = 512;
-const ringMemoChars = 160;
-const ringMemo = new Map<string, number>();
-
-function md5Position(s: string): number {
-  // crypto.hash: the one-shot form, about 2.5x cheaper than a Hash object for a short string.
-  return hash('md5', s, 'buffer').readUInt32BE(0);
-}
+/**
+ * Position of a string on the ring: the first 32 bits of its MD5 (Dynamo hashes keys with MD5).
+ * Asked for on every request and every anti-entropy round: remembered for the last 512 keys of at
+ * most 160 characters (the same number; a call into OpenSSL saved). crypto.hash: the one-shot form,
+ * about 2.5x cheaper than a Hash object for a short string.
+ */
+export const ringPosition: (s: string) => number = shortTextMemo(
+  (s) => hash('md5', s, 'buffer').readUInt32BE(0),
+  512,
+  160,
+);
 
 interface Token {
   pos: number;

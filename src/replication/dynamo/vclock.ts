@@ -6,14 +6,12 @@
  */
 import type { NodeId } from '../core.js';
 import { invariant } from '../../util/assert.js';
+import { hasOwnProperty } from '../../util/own.js';
 
 export type VClock = Readonly<Record<NodeId, number>>;
 
 /** How `a` relates to `b` in the happened-before order. */
 export type ClockOrder = 'before' | 'after' | 'equal' | 'concurrent';
-
-/** Object.hasOwn's answer; V8 reduces it to a map check on the object a for-in walks (Object.hasOwn it does not). */
-const hasOwnProperty = Object.prototype.hasOwnProperty;
 
 function entry(c: VClock, id: NodeId): number {
   return c[id] ?? 0;

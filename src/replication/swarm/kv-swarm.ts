@@ -25,6 +25,7 @@ import { createLeaderlessCore, leaderlessDurableFold } from '../cores/leaderless
 import { compareClocks, descends, mergeClocks, type VClock } from '../dynamo/vclock.js';
 import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
+import { hasOwnProperty } from '../../util/own.js';
 import { SeededRng } from '../../util/rng.js';
 import { applyNetworkFault } from './network-faults.js';
 import { pickWeighted, startSwarmRun, type SwarmRunOptions } from './swarm-run.js';
@@ -243,9 +244,6 @@ export function withDurableStorage(factory: CoreFactory, fold: DurableFold): Cor
     return wrapped;
   };
 }
-
-/** Object.hasOwn's answer; V8 reduces it to a map check on the object a for-in walks. */
-const hasOwnProperty = Object.prototype.hasOwnProperty;
 
 /** Thrown inside clonePlain when a value is not plain data: cloneData falls back to structuredClone. */
 const notPlain = new Error('not plain data');
