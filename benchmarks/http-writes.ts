@@ -8,8 +8,8 @@
  * answer or socket error, or whose cluster is not the one asked for (config, or the written values
  * not readable back from it), FAILS: it is reported as failed, not measured, and the script exits 1.
  * Not timed: server start, cluster creation, raft's election, the warm-up slice, the read-back check.
- * Targets (printed and recorded, not enforced): single_leader async 3 nodes >= 0.35 of hello-world
- * with p99 < 10 ms (issue 9); raft 3 nodes >= 0.5 of single-leader async (issue 2); leaderless
+ * Targets (printed and recorded, not enforced): single_leader async 3 nodes >= 0.6 of hello-world
+ * with p99 < 10 ms (issue 20; issue 9 asked 0.35); raft 3 nodes >= 0.5 of single-leader async (issue 2); leaderless
  * N3 W2 R2 and multi-leader (3 nodes) >= 0.5 of single-leader async (issue 3).
  * Knobs: BENCH_SECONDS (default 10): measured seconds per side per target; BENCH_SLICE_SECONDS
  * (default 2); BENCH_STRATEGIES: comma-separated name prefixes to run only some targets.
@@ -362,7 +362,7 @@ for (const o of outcomes) {
     result: 'all 2xx, read back',
   });
   const isSlAsync = o === slAsync;
-  const helloTarget = isSlAsync ? { op: '>=' as const, value: 0.35, met: ratio >= 0.35 && p99 < 10 } : undefined;
+  const helloTarget = isSlAsync ? { op: '>=' as const, value: 0.6, met: ratio >= 0.6 && p99 < 10 } : undefined;
   recordResult({
     benchmark: 'http-writes',
     measure: `${o.cfg.name}: HTTP writes vs hello-world`,
@@ -376,7 +376,7 @@ for (const o of outcomes) {
     method:
       methodBase +
       ` p99 median ${p99.toFixed(2)} ms.` +
-      (isSlAsync ? ' Target: >= 0.35 of hello-world with p99 < 10 ms.' : ''),
+      (isSlAsync ? ' Target: >= 0.6 of hello-world with p99 < 10 ms (issue 20; issue 9 asked 0.35).' : ''),
     ...(helloTarget ? { target: helloTarget } : {}),
   });
   if (!isSlAsync && slAsync) {
@@ -405,7 +405,7 @@ console.log(
 );
 console.log(`hello-world warm-up slice: ${Math.round(helloWarm.rps)} req/s`);
 console.log(
-  'targets: SL async >= 0.35 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; ' +
+  'targets: SL async >= 0.6 x hello with p99 < 10 ms; raft 3 >= 0.5 x SL async; ' +
     'leaderless N3W2R2 and multi_leader >= 0.5 x SL async',
 );
 const failed = outcomes.filter((o) => o.fault);
