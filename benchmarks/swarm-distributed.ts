@@ -5,7 +5,10 @@
  * range taken to last seed recorded); the workers' own CPU seconds per seed are shown beside it.
  * Skips with the reason when redis-server cannot be installed (apt-get).
  * Run: npx tsc -p tsconfig.json && node dist/benchmarks/swarm-distributed.js
- * Env: SWARM_DISTRIBUTED_SEEDS (default 120), SWARM_DISTRIBUTED_ROUNDS (default 2).
+ * Env: SWARM_DISTRIBUTED_SEEDS (default 1200), SWARM_DISTRIBUTED_ROUNDS (default 2). The window is long
+ * enough that each worker's start-up and JIT warm-up are a small part of its share: with 120 seeds in
+ * ranges of 10, CPU per seed rose from 15.7 ms (1 worker) to 27 ms (3 workers) and 2 workers were
+ * slower than 1, which measured warm-up, not the queue.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -13,9 +16,9 @@ import { distRoot, table } from './lib.js';
 import { median, recordResult } from './results.js';
 import { ensureRedisServer, startLocalRedis } from '../src/replication/swarm/distributed/local-redis.js';
 
-const seeds = Number(process.env['SWARM_DISTRIBUTED_SEEDS'] ?? 120);
+const seeds = Number(process.env['SWARM_DISTRIBUTED_SEEDS'] ?? 1200);
 const rounds = Number(process.env['SWARM_DISTRIBUTED_ROUNDS'] ?? 2);
-const rangeSeeds = 10;
+const rangeSeeds = 50;
 const workerCounts = [1, 2, 3] as const;
 const cli = path.join(distRoot, 'src/replication/swarm/cli.js');
 /** A round that has not finished in this long has hung (a bug, not a slow machine), ms. */
