@@ -11,6 +11,9 @@
  * Also: evaluate-all on a 500-flag prerequisite chain (each flag needs the next), through the
  * prerequisite memo (evaluateAll) against flag-by-flag evaluation without it (what evaluate-all
  * did before issue 20: quadratic), and the memo's cost at 1,000 flags against 500 (2 when linear).
+ * And the evaluate endpoint's answer for every flag of flags-http's environment (its 20 flags and
+ * segment): the evaluate-all plan (Evaluator.answer) against flag-by-flag evaluate() joining cached
+ * JSON fragments (the answer before the plan), for flags-http's one context and 1,000 varied ones.
  * Run: npx tsc -p tsconfig.json && node dist/benchmarks/flags-eval.js [seconds per timing, default 0.5]
  *   [rounds, default 5]
  */
@@ -24,7 +27,18 @@ import {
 } from '@launchdarkly/node-server-sdk';
 import { median, recordResult } from './results.js';
 import { compileFlag, evaluate, evaluateAll, EvalMemo, type EvalStore } from '../src/flags/eval/evaluate.js';
-import type { Clause, ClauseOp, EvalContext, FlagDefinition, SegmentDefinition } from '../src/flags/model/types.js';
+import type {
+  Clause,
+  ClauseOp,
+  EvalContext,
+  Flag,
+  FlagDefinition,
+  SegmentDefinition,
+} from '../src/flags/model/types.js';
+import type { FlagsContext } from '../src/flags/api/context.js';
+import { Evaluator } from '../src/flags/api/evaluation.js';
+import { EnvState } from '../src/flags/stream/replica.js';
+import { benchContext, benchFlagsCount, flagBody } from './flags-lib.js';
 
 const secondsPerCase = Number(process.argv[2] ?? 0.5);
 const rounds = Math.max(1, Math.floor(Number(process.argv[3] ?? process.env['BENCH_ROUNDS'] ?? 5)));
@@ -369,6 +383,123 @@ function chainBenchmark(): void {
   });
 }
 
+// ---- the evaluate endpoint's answer for every flag (flags-http's environment, in process)
+
+/**
+ * Calls of `run` per second of this process's CPU time over about `secondsPerCase` of it: on a
+ * machine shared with other work, CPU time moves far less than wall-clock time.
+ */
+function timeCpuCalls(run: () => unknown): number {
+  const cpu = (): number => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  };
+  const start = cpu();
+  let n = 0;
+  for (;;) {
+    for (let i = 0; i < 64; i++) if (run() !== undefined) sink++;
+    n += 64;
+    const used = cpu() - start;
+    if (used >= secondsPerCase) return n / used;
+  }
+}
+
+function answerBenchmark(): void {
+  const stamp = { version: 1, createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z' };
+  const flags = Array.from(
+    { length: benchFlagsCount },
+    // flagBody is what flags-http POSTs: the service fills in name and prerequisites.
+    (_, i): Flag => ({ ...(flagBody(i) as FlagDefinition), name: `f${i}`, prerequisites: [], ...stamp }),
+  ).sort((a, b) => (a.key < b.key ? -1 : 1)); // the store's order
+  const segment = { key: 'bench', name: 'bench', included: ['u-1'], excluded: [], rules: [], ...stamp };
+  const env = new EnvState('bench', 'prod', { flags, segments: [segment], seq: 1 });
+  const ctx = {
+    metrics: { evalCounts: { byReason: new Map(), warnings: new Map() } },
+    logger: silent,
+    now: () => 0,
+  } as unknown as FlagsContext;
+  const evaluator = new Evaluator(ctx);
+  const countries = ['NL', 'BE', 'DE', 'FR', 'US'];
+  const versions = ['1.9.0', '2.0.0', '2.1.0', '2.3.0', '3.0.0'];
+  const varied: EvalContext[] = Array.from({ length: 1000 }, (_, i) => ({
+    key: `user-${i}`,
+    country: countries[i % countries.length] as string,
+    version: versions[(i * 7) % versions.length] as string,
+  }));
+  // The path before the plan: flag by flag through evaluate() (one memo per request), counted by
+  // reason, the answer joined from cached per-outcome and per-key JSON fragments.
+  const byReason = new Map<string, number>();
+  const fragments = new WeakMap<object, string>();
+  const fragment = (o: object, make: () => string): string => {
+    let f = fragments.get(o);
+    if (f === undefined) {
+      f = make();
+      fragments.set(o, f);
+    }
+    return f;
+  };
+  const general = (context: EvalContext): string => {
+    const memo = new EvalMemo();
+    let out = '{"flags":{';
+    let first = true;
+    for (const flag of env.flags.values()) {
+      const r = evaluate(flag, context, env, undefined, memo);
+      byReason.set(r.reason.kind, (byReason.get(r.reason.kind) ?? 0) + 1);
+      out += `${first ? '' : ','}${fragment(flag, () => JSON.stringify(flag.key))}:`;
+      out += fragment(r, () => JSON.stringify(r));
+      first = false;
+    }
+    return `${out}}}`;
+  };
+  for (const context of [benchContext, ...varied]) {
+    const want = JSON.stringify(evaluator.run(env, { context }));
+    if (evaluator.answer(env, { context }).raw !== want || general(context) !== want)
+      throw new Error(`answer: the plan and the general evaluator disagree for ${JSON.stringify(context)}`);
+  }
+  let next = 0;
+  const nextContext = (): EvalContext => varied[(next = (next + 1) % varied.length)] as EvalContext;
+  const timings = {
+    planOne: () => timeCpuCalls(() => evaluator.answer(env, { context: benchContext }).raw),
+    generalOne: () => timeCpuCalls(() => general(benchContext)),
+    planVaried: () => timeCpuCalls(() => evaluator.answer(env, { context: nextContext() }).raw),
+    generalVaried: () => timeCpuCalls(() => general(nextContext())),
+  };
+  type Key = keyof typeof timings;
+  const runs: Record<Key, number[]> = { planOne: [], generalOne: [], planVaried: [], generalVaried: [] };
+  const order = Object.keys(timings) as Key[];
+  for (let round = 0; round < rounds; round++) {
+    for (const k of round % 2 === 0 ? order : [...order].reverse()) runs[k].push(timings[k]());
+  }
+  const us = (xs: number[]) => (1e6 / median(xs)).toFixed(2);
+  console.log(`\nthe evaluate answer for all ${benchFlagsCount} flags of flags-http's environment (in process):`);
+  for (const [what, plan, general] of [
+    ["flags-http's one context", runs.planOne, runs.generalOne],
+    ['1,000 varied contexts', runs.planVaried, runs.generalVaried],
+  ] as const) {
+    const speedups = plan.map((x, i) => x / (general[i] as number));
+    console.log(
+      `  ${what}: plan ${us(plan)} µs   general ${us(general)} µs   speed-up ${median(speedups).toFixed(1)}x`,
+    );
+    recordResult({
+      benchmark: 'flags-eval',
+      measure: `evaluate answer, all ${benchFlagsCount} flags, ${what}`,
+      subject: 'Evaluator.answer through the evaluate-all plan',
+      baseline: 'flag-by-flag evaluate() joining cached JSON fragments (the answer before the plan)',
+      unit: 'answers/s',
+      runs: plan,
+      baselineRuns: general,
+      ratio: median(speedups),
+      ratioRuns: speedups,
+      method:
+        `flags-http's ${benchFlagsCount} flags and segment in an EnvState, ${what} (for one context ` +
+        `every answer after the first reuses the last answer's string; varied contexts mostly do not), ` +
+        `${rounds} rounds of ${secondsPerCase} s of CPU time per timing in alternating order (answers per ` +
+        'CPU second of the process); both paths checked ' +
+        'to give the same bytes first; ratio = plan ÷ general (> 1: the plan is faster).',
+    });
+  }
+}
+
 async function main(): Promise<void> {
   const td = new integrations.TestData();
   for (const f of [simple, gate, complex]) await td.usePreconfiguredFlag(ldFlag(f));
@@ -482,6 +613,7 @@ async function main(): Promise<void> {
       });
     }
     chainBenchmark();
+    answerBenchmark();
     console.log(
       `\n(${rounds} rounds of ${secondsPerCase}s per path, ${contextsCount} distinct ` +
         `contexts, node ${process.version}; sink ${sink > 0 ? 'ok' : 'empty'})`,

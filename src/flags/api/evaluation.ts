@@ -6,11 +6,14 @@
  * The hot path (issue 20's profile) stays synchronous when the SDK key and the environment are
  * already known, accepts well-formed bodies in one pass (the schema path only words a refusal), and
  * writes the answer from per-outcome JSON fragments; the bytes are those JSON.stringify would give.
+ * Evaluating every flag goes through the environment's plan (../eval/plan.ts, made once per
+ * revision): each flag's answer is one of its precomputed `"key":{...}` fragments.
  */
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { HttpError, jsonShapeProblem, type HttpRequest, type HttpResult } from '../../http/index.js';
 import { EvalMemo, evaluate, type EvalOptions, type EvalResult, type EvalWarning } from '../eval/evaluate.js';
+import { EvalPlan, reasonKinds, type FastFlag, type PlanEntry } from '../eval/plan.js';
 import { schemaErrorsToFieldErrors } from '../model/decode.js';
 import type { EvalContext, Flag } from '../model/types.js';
 import type { EnvState } from '../stream/replica.js';
@@ -57,7 +60,8 @@ export function parseEvaluateBody(raw: Buffer): unknown {
   if (shape !== undefined) throw new HttpError(400, shape);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(raw.toString('utf8'));
+    // toString() without an encoding is UTF-8 too, and skips the encoding lookup.
+    parsed = JSON.parse(raw.toString());
   } catch (err) {
     throw new HttpError(400, `malformed JSON: ${(err as Error).message}`);
   }
@@ -229,6 +233,45 @@ function keyJson(flag: Flag): string {
   return s;
 }
 
+/**
+ * An environment's evaluate-all plan for one revision, with each planned flag's answer fragments:
+ * `fragments[i][outcome]` is `,"key":{...}` (no comma for the first flag). `direct` when the flags'
+ * order is JSON.stringify's (no key starts with a digit).
+ */
+interface EnvPlan {
+  readonly revision: number;
+  readonly plan: EvalPlan;
+  readonly direct: boolean;
+  readonly fragments: ReadonlyArray<readonly string[] | undefined>;
+  /**
+   * When every flag is planned: the outcome of each flag in the last answer written, and that
+   * answer. The answer is a function of the outcomes alone, so a request whose flags all come out
+   * the same as the last one's (every request for one context, many for contexts alike) reuses
+   * its string instead of joining the fragments again; any other request replaces it.
+   */
+  readonly last: Uint32Array | undefined;
+  lastBody: string | undefined;
+}
+const plans = new WeakMap<EnvState, EnvPlan>();
+
+/** The plan of the environment's current revision (its flags and segments change only by apply()). */
+function planOf(env: EnvState): EnvPlan {
+  const have = plans.get(env);
+  if (have !== undefined && have.revision === env.revision) return have;
+  const plan = new EvalPlan(env.flags.values(), env);
+  let direct = true;
+  const fragments = plan.entries.map((e, i) => {
+    if (startsWithDigit(e.flag.key)) direct = false;
+    const head = `${i === 0 ? '' : ','}${keyJson(e.flag as Flag)}:`;
+    return e.fast?.results.map((r) => head + answerJson(r));
+  });
+  const allFast = plan.entries.every((e) => e.fast !== undefined);
+  const last = allFast ? new Uint32Array(plan.entries.length) : undefined;
+  const made: EnvPlan = { revision: env.revision, plan, direct, fragments, last, lastBody: undefined };
+  plans.set(env, made);
+  return made;
+}
+
 export class Evaluator {
   private readonly lastWarned = new Map<string, number>();
   /** Evaluation options per environment (its warning sink), made once, not per request. */
@@ -286,6 +329,10 @@ export class Evaluator {
   }
 
   private answerBody(env: EnvState, req: EvaluateRequest): string {
+    if (req.flagKeys === undefined) {
+      const p = planOf(env);
+      if (p.direct) return this.plannedBody(env, p, req.context);
+    }
     let out = '{"flags":{';
     let first = true;
     this.eachAnswer(env, req, (key, r, flag) => {
@@ -293,6 +340,93 @@ export class Evaluator {
       first = false;
     });
     return `${out}}}`;
+  }
+
+  /**
+   * Every flag through the plan, written from its fragments; the flags the plan leaves to the
+   * general evaluator are evaluated as before (one EvalMemo per request), in their place.
+   */
+  private plannedBody(env: EnvState, p: EnvPlan, context: EvalContext): string {
+    if (p.last !== undefined) return this.fastBody(p, p.last, context);
+    const run = p.plan.begin(context);
+    const counts = [0, 0, 0, 0, 0, 0];
+    const entries = p.plan.entries;
+    let memo: EvalMemo | undefined;
+    let out = '{"flags":{';
+    try {
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i] as PlanEntry;
+        const fast = e.fast;
+        if (fast !== undefined) {
+          const o = run.outcome(fast);
+          const k = fast.kinds[o] as number;
+          const n = counts[k] as number;
+          if (n === 0) this.reasonSeen(k);
+          counts[k] = n + 1;
+          out += (p.fragments[i] as readonly string[])[o] as string;
+        } else {
+          const r = this.outcome(env, context, e.flag as Flag, (memo ??= new EvalMemo()));
+          out += `${i === 0 ? '' : ','}${keyJson(e.flag as Flag)}:${answerJson(r)}`;
+        }
+      }
+    } finally {
+      this.addReasons(counts);
+    }
+    return `${out}}}`;
+  }
+
+  /** plannedBody when every flag is planned: the outcomes first, then the last answer or a new one. */
+  private fastBody(p: EnvPlan, last: Uint32Array, context: EvalContext): string {
+    const run = p.plan.begin(context);
+    const counts = [0, 0, 0, 0, 0, 0];
+    const entries = p.plan.entries;
+    let same = p.lastBody !== undefined;
+    try {
+      for (let i = 0; i < entries.length; i++) {
+        const fast = (entries[i] as PlanEntry).fast as FastFlag;
+        const o = run.outcome(fast);
+        const k = fast.kinds[o] as number;
+        const n = counts[k] as number;
+        if (n === 0) this.reasonSeen(k);
+        counts[k] = n + 1;
+        if (last[i] !== o) {
+          last[i] = o;
+          same = false;
+        }
+      }
+    } catch (err) {
+      p.lastBody = undefined; // `last` may be half written
+      throw err;
+    } finally {
+      this.addReasons(counts);
+    }
+    if (same) return p.lastBody as string;
+    let out = '{"flags":{';
+    for (let i = 0; i < entries.length; i++) out += (p.fragments[i] as readonly string[])[last[i] as number] as string;
+    out += '}}';
+    p.lastBody = out;
+    return out;
+  }
+
+  /**
+   * A reason kind met for the first time in a request: its counter is created now if it is new,
+   * so the counters keep the order in which outcomes were met (the order flag by flag counting
+   * gave; /metrics lists them in it); the counts are added once at the end (addReasons).
+   */
+  private reasonSeen(k: number): void {
+    const byReason = this.ctx.metrics.evalCounts.byReason;
+    const kind = reasonKinds[k] as string;
+    if (!byReason.has(kind)) byReason.set(kind, 0);
+  }
+
+  private addReasons(counts: readonly number[]): void {
+    const byReason = this.ctx.metrics.evalCounts.byReason;
+    for (let k = 0; k < counts.length; k++) {
+      const n = counts[k] as number;
+      if (n === 0) continue;
+      const kind = reasonKinds[k] as string;
+      byReason.set(kind, (byReason.get(kind) ?? 0) + n);
+    }
   }
 
   /**
@@ -309,11 +443,20 @@ export class Evaluator {
   ): void {
     const keys = req.flagKeys;
     if (keys === undefined) {
-      let direct = true;
-      for (const key of env.flags.keys()) if (startsWithDigit(key)) direct = false;
-      if (direct) {
-        const memo = new EvalMemo();
-        for (const flag of env.flags.values()) visit(flag.key, this.outcome(env, req.context, flag, memo), flag);
+      const p = planOf(env);
+      if (p.direct) {
+        const run = p.plan.begin(req.context);
+        const byReason = this.ctx.metrics.evalCounts.byReason;
+        let memo: EvalMemo | undefined;
+        for (const e of p.plan.entries) {
+          const flag = e.flag as Flag;
+          let r: EvaluationAnswer;
+          if (e.fast !== undefined) {
+            r = run.result(e.fast);
+            byReason.set(r.reason.kind, (byReason.get(r.reason.kind) ?? 0) + 1);
+          } else r = this.outcome(env, req.context, flag, (memo ??= new EvalMemo()));
+          visit(flag.key, r, flag);
+        }
         return;
       }
     } else if (keys.length === 1 && keys[0] !== '__proto__') {

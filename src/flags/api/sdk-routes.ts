@@ -7,9 +7,10 @@
  * with a bearer access token (viewer or above), for the web console: a browser's EventSource cannot
  * send an Authorization header, so the page reads it with fetch().
  */
-import { HttpError, type HttpApp } from '../../http/index.js';
+import { HttpError, type HttpApp, type HttpRequest, type HttpResult } from '../../http/index.js';
 import type { FlagsContext } from './context.js';
-import { decodeEvaluateBody, Evaluator, parseEvaluateBody, sdkEnvironment, whenReady } from './evaluation.js';
+import { decodeEvaluateBody, Evaluator, parseEvaluateBody, sdkEnvironment } from './evaluation.js';
+import type { EnvironmentInfo } from '../store/types.js';
 import { requireRole, requireSdkKey, SdkKeys, sdkKeyPresent } from './guard.js';
 import { sseClientBufferBytesDefault } from '../limits.js';
 import { EvaluateBodySchema } from '../model/schemas.js';
@@ -86,13 +87,18 @@ export function registerSdkRoutes(
   // The body is read raw and parsed only once the key is known good (a wrong key is a 401 whatever
   // the body); a request with no key at all is refused before the body is read. With a known key
   // and a loaded environment the whole request is answered synchronously (no promise per step).
+  // (Callbacks are made only when a promise is met: none per request on the synchronous path.)
+  const evaluateFor = (env: EnvironmentInfo, req: HttpRequest<unknown>): HttpResult | Promise<HttpResult> => {
+    const body = decodeEvaluateBody(parseEvaluateBody(req.rawBody));
+    const state = ctx.replica.environment(env.projectKey, env.key);
+    return state instanceof Promise ? state.then((s) => evaluator.answer(s, body)) : evaluator.answer(state, body);
+  };
   app.post(
     '/sdk/v1/evaluate',
-    (req) =>
-      whenReady(sdkEnvironment(keys, req), (env) => {
-        const body = decodeEvaluateBody(parseEvaluateBody(req.rawBody));
-        return whenReady(ctx.replica.environment(env.projectKey, env.key), (state) => evaluator.answer(state, body));
-      }),
+    (req) => {
+      const env = sdkEnvironment(keys, req);
+      return env instanceof Promise ? env.then((e) => evaluateFor(e, req)) : evaluateFor(env, req);
+    },
     {
       ...sdkKeyPresent,
       rawBody: true,

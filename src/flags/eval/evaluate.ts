@@ -84,20 +84,27 @@ export interface EvalOptions {
 
 const OP_SET: ReadonlySet<string> = new Set<string>(CLAUSE_OPS);
 
-interface CompiledAttributeClause {
+export interface CompiledAttributeClause {
   kind: 'attribute';
   attribute: string;
   test: ScalarTest;
   /** negate XOR (op is notIn): applied to the "any element matches" outcome. */
   invert: boolean;
+  /**
+   * Attribute, operator, negate and values: two clauses with the same signature match the same
+   * contexts (plan.ts evaluates them once per context).
+   */
+  signature: string;
 }
 
-interface CompiledSegmentClause {
+export interface CompiledSegmentClause {
   kind: 'segment';
   segmentKeys: readonly string[];
   negate: boolean;
   /** Where the clause sits, for warnings: `flag "f" rule "r1"`. */
   where: string;
+  /** Segment keys and negate (see CompiledAttributeClause.signature). */
+  signature: string;
 }
 
 /** A clause that can never match (unknown operator, segmentMatch inside a segment). */
@@ -106,7 +113,7 @@ interface CompiledBrokenClause {
   warning: Omit<EvalWarning, 'flagKey'>;
 }
 
-type CompiledClause = CompiledAttributeClause | CompiledSegmentClause | CompiledBrokenClause;
+export type CompiledClause = CompiledAttributeClause | CompiledSegmentClause | CompiledBrokenClause;
 
 interface CompiledRule {
   clauses: readonly CompiledClause[];
@@ -138,7 +145,7 @@ export interface CompiledFlag {
   readonly malformed: string | undefined;
 }
 
-interface CompiledSegment {
+export interface CompiledSegment {
   readonly key: string;
   readonly included: ReadonlySet<string>;
   readonly excluded: ReadonlySet<string>;
@@ -171,13 +178,17 @@ function compileClause(c: Clause, where: string, inSegment: boolean): CompiledCl
         },
       };
     }
-    return { kind: 'segment', segmentKeys: [...c.values], negate: c.negate === true, where };
+    const segmentKeys = [...c.values];
+    const negate = c.negate === true;
+    return { kind: 'segment', segmentKeys, negate, where, signature: `${negate}\u0000${JSON.stringify(segmentKeys)}` };
   }
+  const negate = c.negate === true;
   return {
     kind: 'attribute',
     attribute: c.attribute,
     test: compileScalarTest(known, c.values),
-    invert: (c.negate === true) !== (known === 'notIn'),
+    invert: negate !== (known === 'notIn'),
+    signature: `${known}\u0000${negate}\u0000${JSON.stringify(c.attribute)}\u0000${JSON.stringify(c.values)}`,
   };
 }
 
@@ -283,7 +294,7 @@ function isScalar(v: unknown): v is Scalar {
 }
 
 /** The context key as a string (targets and segment lists hold strings), or undefined. */
-function contextKey(context: EvalContext): string | undefined {
+export function contextKey(context: EvalContext): string | undefined {
   const k: unknown = context.key;
   return typeof k === 'string' ? k : typeof k === 'number' ? String(k) : undefined;
 }
@@ -293,7 +304,7 @@ function contextKey(context: EvalContext): string | undefined {
  * matches when any element matches; `negate` inverts. Only strings, numbers, booleans and arrays
  * count as present (so inherited members such as `toString` read as missing).
  */
-function attributeClauseMatches(c: CompiledAttributeClause, context: EvalContext): boolean {
+export function attributeClauseMatches(c: CompiledAttributeClause, context: EvalContext): boolean {
   const v: unknown = context[c.attribute];
   let any = false;
   if (isScalar(v)) any = c.test(v);
@@ -377,15 +388,23 @@ function allClausesMatch(
   return true;
 }
 
-/** The rollout entry for a context: the first whose running sum exceeds the bucket, else the last. */
-function rolloutResult(f: CompiledFlag, context: EvalContext): EvalResult {
+/**
+ * The index of the rollout entry for a context (the flag has one at least): the first whose
+ * running sum exceeds the bucket, else the last.
+ */
+export function rolloutIndex(f: CompiledFlag, context: EvalContext): number {
   const v = bucketableValue(context[f.bucketBy]);
   const bucket = v === undefined ? 0 : bucketOfHashInput(f.hashPrefix + v);
   const thresholds = f.rolloutThresholds;
   for (let i = 0; i < thresholds.length; i++) {
-    if (bucket < (thresholds[i] as number)) return f.rolloutResults[i] as EvalResult;
+    if (bucket < (thresholds[i] as number)) return i;
   }
-  return f.rolloutResults[f.rolloutResults.length - 1] as EvalResult;
+  return thresholds.length - 1;
+}
+
+/** The rollout entry's result for a context (rolloutIndex). */
+function rolloutResult(f: CompiledFlag, context: EvalContext): EvalResult {
+  return f.rolloutResults[rolloutIndex(f, context)] as EvalResult;
 }
 
 const PREREQUISITE_CYCLE_RESULT = freezeResult(null, null, { kind: 'ERROR', errorKind: 'PREREQUISITE_CYCLE' });

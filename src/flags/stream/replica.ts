@@ -13,7 +13,10 @@ export class EnvState implements EvalStore {
   readonly segments = new Map<string, Segment>();
   /** Every change of this environment with seq <= pos is reflected here. */
   pos: number;
-  /** Bumped on every change applied to this environment (cache key for serialised puts). */
+  /**
+   * Bumped on every change applied to this environment (cache key for serialised puts and for
+   * evaluation plans): flags and segments change only through apply().
+   */
   revision = 0;
 
   constructor(
@@ -58,6 +61,8 @@ interface Loading {
 
 export class Replica {
   private readonly envs = new Map<string, EnvState>();
+  /** The same states by project key, then environment key (loaded ones are never replaced). */
+  private readonly byProjectKey = new Map<string, Map<string, EnvState>>();
   private readonly byProject = new Map<string, Set<EnvState>>();
   private readonly loading = new Map<string, Loading>();
   /** The seq of the last change handed to apply(). */
@@ -72,6 +77,9 @@ export class Replica {
 
   /** The environment's state, loading it on first use (concurrent callers share one load). */
   environment(projectKey: string, envKey: string): Promise<EnvState> | EnvState {
+    // A loaded environment without building its id (the hot path of every evaluation).
+    const loaded = this.byProjectKey.get(projectKey)?.get(envKey);
+    if (loaded !== undefined) return loaded;
     const id = envId(projectKey, envKey);
     const have = this.envs.get(id);
     if (have) return have;
@@ -86,6 +94,12 @@ export class Replica {
         for (const c of entry.pending) if (c.environmentKey === null || c.environmentKey === envKey) state.apply(c);
         state.pos = Math.max(state.pos, this.feedPos);
         this.envs.set(id, state);
+        let inProject = this.byProjectKey.get(projectKey);
+        if (inProject === undefined) {
+          inProject = new Map();
+          this.byProjectKey.set(projectKey, inProject);
+        }
+        inProject.set(envKey, state);
         let set = this.byProject.get(projectKey);
         if (!set) {
           set = new Set();
