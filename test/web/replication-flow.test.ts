@@ -1,8 +1,9 @@
 // The replication page's message flow, load generator and scenarios in headless Chromium against
 // the real service (web-ui.md: canvas "Message flow", select "Scenario", button "Run scenario",
-// region "Narration"): the canvas draws while messages flow (its pixels read back), link rates
-// are shown, the load generator's throughput chart gets points, a scenario and a demo play to
-// their verdicts; no console error, no request to another origin, no serious axe violation.
+// region "Narration"): the canvas draws while messages flow (its pixels read back; drawn in a
+// worker, or by the page without OffscreenCanvas), link rates are shown, the load generator's
+// throughput chart gets points, a scenario and a demo play to their verdicts; no console error,
+// no request to another origin, no serious axe violation.
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { api } from '../helpers/http.js';
@@ -41,23 +42,55 @@ async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): 
   }
 }
 
-/** A fingerprint of the canvas's pixels (getImageData in the page): how many are painted, and a hash. */
+/**
+ * A fingerprint of the canvas's pixels: how many are painted, and a hash. The page hands the canvas
+ * to a worker (an OffscreenCanvas: the page itself cannot read it back), so the pixels are read from
+ * a screenshot of the canvas's box with the topology over it hidden, decoded in the page: a pixel is
+ * painted when it is not the panel's white. A canvas the page draws itself is read with getImageData.
+ */
 async function canvasPixels(page: Page): Promise<{ painted: number; hash: number }> {
-  return page.locator('canvas[aria-label="Message flow"]').evaluate((el) => {
-    const c = el as HTMLCanvasElement;
+  const canvas = page.locator('canvas[aria-label="Message flow"]');
+  if ((await canvas.getAttribute('data-painter')) !== 'worker')
+    return canvas.evaluate((el) => {
+      const c = el as HTMLCanvasElement;
+      const ctx = c.getContext('2d');
+      if (!ctx || c.width === 0 || c.height === 0) return { painted: 0, hash: 0 };
+      const px = ctx.getImageData(0, 0, c.width, c.height).data;
+      let painted = 0;
+      let hash = 0;
+      for (let i = 3; i < px.length; i += 4) {
+        if ((px[i] as number) > 0) {
+          painted++;
+          hash = (Math.imul(hash, 31) + i + (px[i - 3] as number)) | 0;
+        }
+      }
+      return { painted, hash };
+    });
+  const png = await canvas.screenshot({
+    animations: 'allow',
+    style: '.topo-stack > :not(canvas.flow), .topo-stack svg, .topo-stack img { visibility: hidden !important; }',
+  });
+  return page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = img.naturalWidth;
+    c.height = img.naturalHeight;
     const ctx = c.getContext('2d');
     if (!ctx || c.width === 0 || c.height === 0) return { painted: 0, hash: 0 };
+    ctx.drawImage(img, 0, 0);
     const px = ctx.getImageData(0, 0, c.width, c.height).data;
     let painted = 0;
     let hash = 0;
-    for (let i = 3; i < px.length; i += 4) {
-      if ((px[i] as number) > 0) {
+    for (let i = 0; i < px.length; i += 4) {
+      if ((px[i] as number) < 250 || (px[i + 1] as number) < 250 || (px[i + 2] as number) < 250) {
         painted++;
-        hash = (Math.imul(hash, 31) + i + (px[i - 3] as number)) | 0;
+        hash = (Math.imul(hash, 31) + i + (px[i] as number)) | 0;
       }
     }
     return { painted, hash };
-  });
+  }, png.toString('base64'));
 }
 
 t.test('message flow, load generator and charts on a live raft cluster', async (t) => {
@@ -105,6 +138,8 @@ t.test('message flow, load generator and charts on a live raft cluster', async (
     'the flow counting the dots it spawned from link_stats',
   );
   t.pass(`the flow spawned ${await canvas.getAttribute('data-spawned')} dots from link_stats`);
+  t.equal(await canvas.getAttribute('data-painter'), 'worker', 'the flow is drawn in a worker (an OffscreenCanvas)');
+  t.equal(page.workers().length, 1, 'one worker: the message flow');
 
   // Link rates: listed for screen readers (and drawn on the canvas).
   const rates = page.getByRole('list', { name: 'Link rates' });
@@ -174,6 +209,34 @@ t.test('message flow, load generator and charts on a live raft cluster', async (
   const js = w.scriptBytes();
   t.comment(`replication page JavaScript: ${js.raw} bytes, ${js.gzip} bytes gzipped`);
   t.ok(js.gzip <= 100 * 1024, `the page's JavaScript within 100 KB gzipped (${js.gzip} B)`);
+  await page.context().close();
+});
+
+t.test('without OffscreenCanvas the page draws the message flow itself', async (t) => {
+  const w = await openPage(browser, srv.base);
+  const { page } = w;
+  await page.addInitScript('delete HTMLCanvasElement.prototype.transferControlToOffscreen');
+  await page.goto(`${srv.base}/`);
+  const created = await http.post<{ id: string }>('/api/v1/clusters', { strategy: 'raft', node_count: 3 });
+  t.equal(created.status, 201);
+  await page.getByRole('combobox', { name: 'Cluster', exact: true }).selectOption(created.body.id);
+  await page.getByRole('button', { name: /^n\d+ leader$/ }).waitFor({ timeout: electionWaitMs });
+  const canvas = page.locator('canvas[aria-label="Message flow"]');
+  await page.getByRole('button', { name: 'Start load', exact: true }).click();
+  await waitFor(
+    async () => (await canvasPixels(page)).painted > 0,
+    contractUpdateMs * 2,
+    'dots painted on the Message flow canvas by the page',
+  );
+  t.equal(await canvas.getAttribute('data-painter'), 'page', 'drawn in the page');
+  t.equal(page.workers().length, 0, 'no worker started');
+  await page.getByRole('button', { name: 'Stop load', exact: true }).click();
+  const loadFailures = loadGeneratorAnswers(w.consoleErrors, created.body.id);
+  t.same(
+    w.consoleErrors.filter((e) => !loadFailures.includes(e)),
+    [],
+    'no console error',
+  );
   await page.context().close();
 });
 

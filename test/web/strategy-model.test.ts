@@ -9,6 +9,7 @@ import { toNodeStatus } from '../../src/replication/cluster/views.js';
 import type { NodeHandle } from '../../src/replication/node-handle.js';
 import { fromState, sameCluster, type ClusterStateWire, type NodeView } from '../../web/replication/model.js';
 import {
+  byNodeId,
   conflictsByKey,
   currentSkews,
   drawnTokens,
@@ -379,4 +380,12 @@ t.test('clock skew: badges, events, history faults, the input', async (t) => {
     const r = parseSkew(text);
     t.equal(r.ok ? r.ms : null, want, `parseSkew(${JSON.stringify(text)})`);
   }
+});
+
+t.test('byNodeId orders ids as the numeric collator does, n<digits> by number without it', async (t) => {
+  const collator = new Intl.Collator('en', { numeric: true });
+  const ids = ['n1', 'n2', 'n9', 'n10', 'n11', 'n64', 'n100', 'n01', 'n0', 'n', 'node-3', 'm5', 'n10a', 'N3', 'a'];
+  for (const a of ids)
+    for (const b of ids) t.equal(Math.sign(byNodeId(a, b)), Math.sign(collator.compare(a, b)), `${a} against ${b}`);
+  t.same(['n10', 'n2', 'n1', 'n64', 'n9'].sort(byNodeId), ['n1', 'n2', 'n9', 'n10', 'n64']);
 });

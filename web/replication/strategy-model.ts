@@ -133,8 +133,30 @@ export function voteAskText(v: VoteAsk): string {
  */
 const nodeIdCollator = new Intl.Collator('en', { numeric: true });
 
-/** Node ids in their natural order (n2 before n10): as `a.localeCompare(b, 'en', { numeric: true })`. */
+/** Ids remembered by nodeNumber at most (the server's ids are n1, n2, ...: a few hundred at most). */
+const nodeNumbersMax = 4_096;
+const nodeNumbers = new Map<string, number>();
+
+/** The number of an id of the form `n<digits>` (no leading zero), else -1; remembered per id. */
+function nodeNumber(id: string): number {
+  let k = nodeNumbers.get(id);
+  if (k === undefined) {
+    const m = /^n([1-9]\d{0,8})$/.exec(id);
+    k = m ? Number(m[1]) : -1;
+    if (nodeNumbers.size < nodeNumbersMax) nodeNumbers.set(id, k);
+  }
+  return k;
+}
+
+/**
+ * Node ids in their natural order (n2 before n10): as `a.localeCompare(b, 'en', { numeric: true })`.
+ * Two ids `n<digits>` are compared by number, as the collator would, without it (a 64-node election's
+ * vote lists are sorted ten times a second: the collator took about 30 ms a second); others by it.
+ */
 export function byNodeId(a: string, b: string): number {
+  const x = nodeNumber(a);
+  const y = nodeNumber(b);
+  if (x >= 0 && y >= 0) return x - y;
   return nodeIdCollator.compare(a, b);
 }
 
