@@ -8,7 +8,11 @@
  *   git worktree add /tmp/base <commit> && ln -s "$PWD/node_modules" /tmp/base/node_modules &&
  *   (cd /tmp/base && npx tsc -p tsconfig.json); BASE_DIR=/tmp/base node dist/benchmarks/swarm-speed.js
  * SWARM_SPEED_ROUNDS (default 3) child runs per build and strategy; SWARM_SPEED_SEEDS scales the
- * seeds per child run (default 1: raft 60, the others 150); SWARM_SPEED_STRATEGIES: names to run.
+ * seeds per child run (default 1: raft 60, the others 150); SWARM_SPEED_STRATEGIES: names to run;
+ * SWARM_SPEED_WARMUP: warm-up seeds per child (default 20). With the default the JIT is still
+ * compiling through the first measured seeds (the first 25 cost about four times the later ones,
+ * and about half a single_leader child's CPU is off the main thread, compiler and GC helpers):
+ * a larger warm-up (say 300) measures the steady state of a long swarm run instead.
  * Not a test: nothing here asserts a speed, it records what it measured.
  */
 import { spawnSync } from 'node:child_process';
@@ -24,7 +28,7 @@ type Strategy = (typeof strategies)[number];
 /** Seeds per child run at scale 1: about a second of CPU each on this machine's base build. */
 const seedsPerRun: Record<Strategy, number> = { raft: 60, single_leader: 150, multi_leader: 150, leaderless: 150 };
 /** Seeds run first in each child (not timed), far from the measured ones: the JIT warms up on them. */
-const warmUpSeeds = 20;
+const warmUpSeeds = Number(process.env['SWARM_SPEED_WARMUP'] ?? 20);
 const warmUpFirstSeed = 1_000_000;
 
 /** What one child run reports on stdout. */

@@ -133,8 +133,8 @@ export class DetCluster {
   private readonly eventTypes: ReadonlySet<string> | undefined;
   private instant = -Infinity;
   private stepsAtInstant = 0;
-  private readonly sink = (to: string, froms: readonly string[], payloads: readonly unknown[]): void =>
-    this.deliver(to, froms, payloads);
+  private readonly sink = (to: string, froms: readonly string[], payloads: readonly unknown[], count: number): void =>
+    this.deliver(to, froms, payloads, count);
 
   constructor(opts: DetClusterOptions) {
     invariant(new Set(opts.nodeIds).size === opts.nodeIds.length, 'node ids must be unique');
@@ -455,9 +455,9 @@ export class DetCluster {
     });
   }
 
-  private deliver(to: NodeId, froms: readonly string[], payloads: readonly unknown[]): void {
+  private deliver(to: NodeId, froms: readonly string[], payloads: readonly unknown[], count: number): void {
     const e = this.nodes.get(to);
-    for (let i = 0; i < froms.length; i++) {
+    for (let i = 0; i < count; i++) {
       const from = froms[i] as string;
       const msg = this.opts.encode ? unpack(payloads[i] as Uint8Array) : payloads[i];
       if (!e?.core) {

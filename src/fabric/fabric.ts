@@ -166,13 +166,16 @@ interface NodeSlot<P> {
   deliverable: boolean;
   /**
    * Due messages not yet handed to a sink, as two parallel lists (sender, payload): no object per
-   * message. Capped at inboxMax while not deliverable.
+   * message. Capped at inboxMax while not deliverable. The first `inboxCount` entries are the inbox:
+   * the lists are never emptied (`length = 0` drops an array's backing store, and the next push
+   * allocates a new one): a handed-over payload is cleared to undefined, the next batch overwrites.
    */
   inboxFrom: string[];
-  inboxPayload: P[];
+  inboxPayload: Array<P | undefined>;
+  inboxCount: number;
   /** Emptied lists swapped in when the inbox is handed over (the next hand-off reuses them). */
   spareFrom: string[];
-  sparePayload: P[];
+  sparePayload: Array<P | undefined>;
   /** When the oldest held message became due. */
   inboxFirstAt: number;
   /** Outgoing links indexed by destination slot, created on first use. */
@@ -247,6 +250,7 @@ export class Fabric<P> {
       deliverable: true,
       inboxFrom: [],
       inboxPayload: [],
+      inboxCount: 0,
       spareFrom: [],
       sparePayload: [],
       inboxFirstAt: Infinity,
@@ -271,8 +275,8 @@ export class Fabric<P> {
       }
     }
     this.inFlight -= lost;
-    this.inInboxes -= slot.inboxFrom.length;
-    this.discarded += lost + slot.inboxFrom.length;
+    this.inInboxes -= slot.inboxCount;
+    this.discarded += lost + slot.inboxCount;
     this.heap = this.heap.filter((l) => l.size > 0);
     this.rebuildHeap();
     for (const p of this.parts.values()) {
@@ -375,7 +379,7 @@ export class Fabric<P> {
     if (index === undefined) return;
     const slot = this.slots[index] as NodeSlot<P>;
     slot.deliverable = deliverable;
-    if (deliverable && slot.inboxFrom.length > 0 && slot.inboxFirstAt < this.readyAt) this.readyAt = slot.inboxFirstAt;
+    if (deliverable && slot.inboxCount > 0 && slot.inboxFirstAt < this.readyAt) this.readyAt = slot.inboxFirstAt;
   }
 
   isDeliverable(id: string): boolean {
@@ -445,20 +449,24 @@ export class Fabric<P> {
    * may call submit (what it submits waits for the next call). Returns the messages handed to sinks.
    */
   deliverDue(now: number, sink: (to: string, batch: Array<Delivery<P>>) => void): number {
-    return this.deliverDueLists(now, (to, froms, payloads) => {
+    return this.deliverDueLists(now, (to, froms, payloads, count) => {
       const batch: Array<Delivery<P>> = [];
-      for (let i = 0; i < froms.length; i++) batch.push({ from: froms[i] as string, payload: payloads[i] as P });
+      for (let i = 0; i < count; i++) batch.push({ from: froms[i] as string, payload: payloads[i] as P });
       sink(to, batch);
     });
   }
 
   /**
    * deliverDue, the batch handed as two parallel lists (senders, payloads) instead of an object per
-   * message: what the deterministic runtime calls for every message of a run. The lists are the
-   * fabric's, reused for a later batch: read them during the call, keep nothing. The sink may call
-   * submit (what it submits waits for the next call), not deliverDue.
+   * message: what the deterministic runtime calls for every message of a run. The lists hold the
+   * batch (`count` entries each); they are the fabric's, reused for a later batch: read them during
+   * the call, keep nothing. The sink may call submit (what it submits waits for the next call), not
+   * deliverDue.
    */
-  deliverDueLists(now: number, sink: (to: string, froms: readonly string[], payloads: readonly P[]) => void): number {
+  deliverDueLists(
+    now: number,
+    sink: (to: string, froms: readonly string[], payloads: readonly P[], count: number) => void,
+  ): number {
     const heap = this.heap;
     while (heap.length > 0) {
       const link = heap[0] as Link<P>;
@@ -478,15 +486,17 @@ export class Fabric<P> {
           this.onDrop?.(fromId, dst.id, 'dropped_partition', payload);
           continue;
         }
-        if (!dst.deliverable && dst.inboxFrom.length >= this.inboxMax) {
+        if (!dst.deliverable && dst.inboxCount >= this.inboxMax) {
           this.droppedFull++;
           link.dropped_full++;
           this.onDrop?.(fromId, dst.id, 'dropped_full', payload);
           continue;
         }
-        if (dst.inboxFrom.length === 0) dst.inboxFirstAt = at;
-        dst.inboxFrom.push(fromId);
-        dst.inboxPayload.push(payload);
+        const k = dst.inboxCount++;
+        if (k === 0) dst.inboxFirstAt = at;
+        // An overwrite of a cleared entry, or one past the end (which grows the list as push does).
+        dst.inboxFrom[k] = fromId;
+        dst.inboxPayload[k] = payload;
         this.inInboxes++;
         link.delivered++;
       }
@@ -497,21 +507,27 @@ export class Fabric<P> {
     const slots = this.slots;
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i];
-      if (!s || !s.deliverable || s.inboxFrom.length === 0) continue;
+      if (!s || !s.deliverable || s.inboxCount === 0) continue;
       const froms = s.inboxFrom;
       const payloads = s.inboxPayload;
+      const n = s.inboxCount;
       s.inboxFrom = s.spareFrom;
       s.inboxPayload = s.sparePayload;
+      s.inboxCount = 0;
       s.inboxFirstAt = Infinity;
-      const n = froms.length;
+      // The batch is the whole of each list: cut to n (never to 0, which would drop their storage).
+      if (froms.length !== n) {
+        froms.length = n;
+        payloads.length = n;
+      }
       this.inInboxes -= n;
       this.delivered += n;
       handed += n;
       try {
-        sink(s.id, froms, payloads);
+        sink(s.id, froms, payloads as readonly P[], n);
       } finally {
-        froms.length = 0;
-        payloads.length = 0;
+        // The payloads are not held past the hand-off (the senders' ids are the nodes', kept anyway).
+        for (let k = 0; k < n; k++) payloads[k] = undefined;
         s.spareFrom = froms;
         s.sparePayload = payloads;
       }

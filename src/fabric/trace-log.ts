@@ -13,6 +13,12 @@ import { hasOwnProperty } from '../util/own.js';
  */
 export const traceChunkBytes = 32_768;
 
+/** A log's buffer before its first line. */
+const noBytes = Buffer.alloc(0);
+/** A write buffer handed back by a finished log (digest()), taken by the next log that writes. */
+let spare: Buffer | undefined;
+const spareBytesMax = traceChunkBytes * 8;
+
 /**
  * The run's trace: every line is written as UTF-8 bytes straight into one buffer (the pieces of a
  * line, no line string built), fed to a sha256 a chunk at a time, and the bytes of the lines kept
@@ -27,8 +33,11 @@ export class TraceLog {
   /** Called with each kept line as it is written (a recorder; see DetCluster.onTraceLine). */
   listener: ((line: string) => void) | undefined;
   private readonly hash: Hash = createHash('sha256');
-  /** Bytes not yet fed to the hash: whole newline-terminated lines, then the line being written. */
-  private buf: Buffer = Buffer.allocUnsafe(traceChunkBytes * 2);
+  /**
+   * Bytes not yet fed to the hash: whole newline-terminated lines, then the line being written.
+   * Empty until the first line (it is then taken from the spare, see digest()).
+   */
+  private buf: Buffer = noBytes;
   private pos = 0;
   /** Where the line being written starts in `buf`. */
   private lineStart = 0;
@@ -124,9 +133,13 @@ export class TraceLog {
     const start = this.pos;
     this.num(n);
     this.ch(32);
-    if (this.pos - start <= this.stampBytes.length) {
-      this.stampBytes.set(this.buf.subarray(start, this.pos));
-      this.stampLength = this.pos - start;
+    const len2 = this.pos - start;
+    if (len2 <= this.stampBytes.length) {
+      // Byte by byte: a subarray to copy from would be an object per new instant.
+      const buf = this.buf;
+      const to = this.stampBytes;
+      for (let i = 0; i < len2; i++) to[i] = buf[start + i] as number;
+      this.stampLength = len2;
       this.stampValue = n;
     }
   }
@@ -171,9 +184,19 @@ export class TraceLog {
     return lines;
   }
 
-  /** sha256 (hex) of every line written so far, each newline-terminated. */
+  /**
+   * sha256 (hex) of every line written so far, each newline-terminated. Everything written is fed
+   * by then, so the write buffer goes back as the spare for the next log (a run asks for its hash
+   * once, at its end, and the next run's log starts in the same buffer instead of a new 64 KiB);
+   * a later line takes a buffer again.
+   */
   digest(): string {
     this.feed();
+    if (this.pos === 0 && this.buf !== noBytes) {
+      // One grown by a huge line is not kept for later logs.
+      if (this.buf.length <= spareBytesMax && (spare === undefined || spare.length < this.buf.length)) spare = this.buf;
+      this.buf = noBytes;
+    }
     return this.hash.copy().digest('hex');
   }
 
@@ -231,7 +254,13 @@ export class TraceLog {
 
   /** Room for `more` bytes past `pos`. */
   private grow(more: number): void {
-    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + more + 1));
+    const size = Math.max(this.buf.length * 2, this.pos + more + 1, traceChunkBytes * 2);
+    if (this.buf === noBytes && spare !== undefined && spare.length >= size) {
+      this.buf = spare;
+      spare = undefined;
+      return;
+    }
+    const grown = Buffer.allocUnsafe(size);
     grown.set(this.buf.subarray(0, this.pos));
     this.buf = grown;
   }

@@ -31,7 +31,6 @@
  * too few replicas for W. Repairs, handoffs and anti-entropy are always applied (convergence).
  */
 import {
-  emptyOutput,
   type ClientReply,
   type ClientRequest,
   type ClusterConfig,
@@ -66,6 +65,7 @@ import {
   repairOverBudgetFactorMax,
 } from '../limits.js';
 import { invariant, unreachable } from '../../util/assert.js';
+import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
 import { aeAnswer, aePlan, aeRoot } from '../dynamo/anti-entropy.js';
 import { PhiAccrualDetector, defaultPhiOptions } from '../dynamo/phi.js';
 import { ringFor, type HashRing } from '../dynamo/ring.js';
@@ -109,7 +109,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
   private antiEntropyCursor = 0;
   /** Messages to this node, handled at the end of the current step (see the file header). */
   private readonly loopback: LeaderlessMessage[] = [];
-  private readonly out: CoreOutput = emptyOutput();
+  private readonly out: CoreOutbox = newCoreOutbox();
   private readonly audit = new AuditLog(leaderlessAuditRecordsMax);
   readonly stats = {
     refused_storage_full: 0,
@@ -155,11 +155,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
     this.nextHeartbeatAt = opts.now + opts.rng.range(0, this.heartbeatIntervalMs() - 1);
     this.nextHandoffAt = opts.now + opts.rng.range(1, leaderlessHandoffIntervalMs);
     this.nextAntiEntropyAt = opts.now + opts.rng.range(1, leaderlessAntiEntropyIntervalMs);
-    this.storage = new ReplicaStorage(
-      opts.storedBytesMax ?? Infinity,
-      leaderlessHintedVersionsMax,
-      this.out.durable as unknown[],
-    );
+    this.storage = new ReplicaStorage(opts.storedBytesMax ?? Infinity, leaderlessHintedVersionsMax, this.out.durable);
     if (isLeaderlessPersisted(opts.persisted)) this.restore(opts.persisted, opts.now);
   }
 
@@ -260,18 +256,8 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
 
   drain(out: CoreOutput): void {
     this.storage.maybeCheckpoint();
-    out.messages.push(...this.out.messages);
-    out.replies.push(...this.out.replies);
-    out.events.push(...this.out.events);
-    const durable = this.out.durable as unknown[];
-    if (durable.length > 0) {
-      if (out.durable === undefined) out.durable = [];
-      for (const r of durable) out.durable.push(r);
-      durable.length = 0;
-    }
-    if (this.out.messages.length !== 0) this.out.messages.length = 0;
-    if (this.out.replies.length !== 0) this.out.replies.length = 0;
-    if (this.out.events.length !== 0) this.out.events.length = 0;
+    // Handed over in place (util/out-list.ts): the lists keep their storage for the next step.
+    drainOutbox(this.out, out);
   }
 
   control(cmd: ControlCommand, now: number): ControlResult {

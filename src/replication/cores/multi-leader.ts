@@ -33,7 +33,6 @@
  * the durable records and their fold in multi-leader/durable.ts, the limits in ../limits.ts.
  */
 import {
-  emptyOutput,
   type ClientReply,
   type ClientRequest,
   type ConflictResolver,
@@ -59,6 +58,7 @@ import {
   storedEntryOverheadBytes,
 } from '../limits.js';
 import { invariant, unreachable } from '../../util/assert.js';
+import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
 import { aeAnswer, aePlan, aeRoot, type AeRoot } from '../dynamo/anti-entropy.js';
 import { applyCrdtOp, encodeCrdt, mergeCrdt, parseCrdt, type CrdtState } from '../dynamo/crdt.js';
 import { hashText } from '../dynamo/merkle.js';
@@ -78,6 +78,7 @@ import {
   type VersionBrief,
 } from './multi-leader/key-state.js';
 import { decodeMessage, type MultiLeaderMessage } from './multi-leader/messages.js';
+import { clockSamples, type KeyClocks } from './multi-leader/clock-samples.js';
 import { invariantBroken } from './invariant-broken.js';
 
 export { multiLeaderDurableFold } from './multi-leader/durable.js';
@@ -124,7 +125,7 @@ class MultiLeaderCore implements NodeCore {
   private flushAt = Infinity;
   private nextAntiEntropyAt: number;
   private antiEntropyCursor = 0;
-  private readonly out: CoreOutput = emptyOutput();
+  private readonly out: CoreOutbox = newCoreOutbox();
   private readonly auditLog: AuditRecord[] = [];
   private auditIndex = 0;
   /** Budget on storedBytes (Infinity when none); bytes of durable records since the last checkpoint. */
@@ -305,18 +306,8 @@ class MultiLeaderCore implements NodeCore {
 
   drain(out: CoreOutput): void {
     this.maybeCheckpoint();
-    out.messages.push(...this.out.messages);
-    out.replies.push(...this.out.replies);
-    out.events.push(...this.out.events);
-    const durable = this.out.durable as unknown[];
-    if (durable.length > 0) {
-      if (out.durable === undefined) out.durable = [];
-      for (const r of durable) out.durable.push(r);
-      durable.length = 0;
-    }
-    if (this.out.messages.length !== 0) this.out.messages.length = 0;
-    if (this.out.replies.length !== 0) this.out.replies.length = 0;
-    if (this.out.events.length !== 0) this.out.events.length = 0;
+    // Handed over in place (util/out-list.ts): the lists keep their storage for the next step.
+    drainOutbox(this.out, out);
   }
 
   private stepControl(cmd: ControlCommand, now: number): ControlResult {
@@ -383,6 +374,11 @@ class MultiLeaderCore implements NodeCore {
 
   logView(): unknown[] {
     return this.auditLog.map((e) => ({ ...e }));
+  }
+
+  /** Each key's clocks as storeView() and status() show them, without building either (clock-samples.ts). */
+  clockSamples(): KeyClocks[] | undefined {
+    return clockSamples(this.keys);
   }
 
   storeView(): Record<string, Version> {
@@ -519,14 +515,14 @@ class MultiLeaderCore implements NodeCore {
     this.keys.set(key, keyState);
     this.digests.delete(key);
     this.stats.applied++;
-    (this.out.durable as unknown[]).push(keyRecord(key, keyState));
+    this.out.durable.push(keyRecord(key, keyState));
     this.durableSinceCheckpoint += bytes;
   }
 
   /** Every key as one record, once the records since the last one outweigh the store (limits.ts). */
   private maybeCheckpoint(): void {
     if (this.durableSinceCheckpoint <= Math.max(durableCheckpointMinBytes, this.storedBytes)) return;
-    (this.out.durable as unknown[]).push(checkpointRecord(this.keys));
+    this.out.durable.push(checkpointRecord(this.keys));
     this.durableSinceCheckpoint = 0;
   }
 

@@ -21,6 +21,7 @@
  * the writes waiting for follower acks in single-leader/waiters.ts, the limits in ../limits.ts.
  */
 import { invariant } from '../../util/assert.js';
+import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
 import { HybridClock } from '../hlc.js';
 import {
   durableCheckpointMinBytes,
@@ -59,7 +60,7 @@ import {
   type SingleLeaderMessage,
   type StoreCopyMessage,
 } from './single-leader/messages.js';
-import { applyAck, newProgress, retransmitIfStalled, type Progress } from './single-leader/progress.js';
+import { applyAck, newProgress, ProgressTable, retransmitIfStalled, type Progress } from './single-leader/progress.js';
 import { RetainedLog } from './single-leader/retained-log.js';
 import { settleWaiters, type Waiter } from './single-leader/waiters.js';
 import { invariantBroken } from './invariant-broken.js';
@@ -85,7 +86,7 @@ export class SingleLeaderCore implements NodeCore {
   private lastApplied = 0;
   private readonly store = new Map<string, Version>();
 
-  private readonly progress = new Map<NodeId, Progress>();
+  private readonly progress = new ProgressTable();
   private waiters: Waiter[] = [];
   private leaderLastIndex = 0;
 
@@ -96,7 +97,7 @@ export class SingleLeaderCore implements NodeCore {
   private durableSinceCheckpoint = 0;
   private refusedStorageFull = 0;
 
-  private out: CoreOutput = { messages: [], replies: [], events: [], durable: [] };
+  private readonly out: CoreOutbox<SingleLeaderRecord> = newCoreOutbox();
   private lastNow = 0;
   /** Checker state: the epoch checkInvariants() saw last (an epoch only moves forward). */
   private checkedEpoch = 0;
@@ -139,7 +140,7 @@ export class SingleLeaderCore implements NodeCore {
   }
 
   private durable(r: SingleLeaderRecord, bytes = storedEntryOverheadBytes): void {
-    (this.out.durable as unknown[]).push(r);
+    this.out.durable.push(r);
     this.durableSinceCheckpoint += bytes;
   }
 
@@ -248,7 +249,7 @@ export class SingleLeaderCore implements NodeCore {
     this.checkedEpoch = this.epoch;
     if (this.isLeader()) {
       if (this.progress.has(this.id)) invariantBroken('a leader tracks followers, not itself');
-      for (const p of this.progress.values()) {
+      for (const p of this.progress.list) {
         if (p.match > this.lastIndex || p.inflight > singleLeaderAppendsInFlightMax) this.progressBroken(p);
       }
       for (const w of this.waiters) if (w.index > this.lastIndex) invariantBroken('a waiting write is in the log');
@@ -408,7 +409,7 @@ export class SingleLeaderCore implements NodeCore {
       // semi_sync: the highest match of any follower; sync: the lowest (every follower has it).
       const semi = this.mode === 'semi_sync';
       c = semi ? -Infinity : Infinity;
-      for (const p of this.progress.values()) c = semi ? Math.max(c, p.match) : Math.min(c, p.match);
+      for (const p of this.progress.list) c = semi ? Math.max(c, p.match) : Math.min(c, p.match);
     }
     if (c > this.commitIndex) this.commitIndex = c;
   }
@@ -514,7 +515,7 @@ export class SingleLeaderCore implements NodeCore {
   private settleWaiters(now: number): void {
     if (this.waiters.length === 0) return;
     const matches: number[] = [];
-    for (const p of this.progress.values()) matches.push(p.match);
+    for (const p of this.progress.list) matches.push(p.match);
     const settled = settleWaiters(this.waiters, matches, now, this.id, this.timings.requestTimeoutMs);
     for (const r of settled.replies) this.out.replies.push(r);
     this.waiters = settled.keep;
@@ -529,7 +530,9 @@ export class SingleLeaderCore implements NodeCore {
 
   private stepTick(now: number): void {
     if (!this.isLeader()) return;
-    for (const [f, p] of this.progress) {
+    for (let i = 0; i < this.progress.ids.length; i++) {
+      const f = this.progress.ids[i] as NodeId;
+      const p = this.progress.list[i] as Progress;
       if (retransmitIfStalled(p, this.lastIndex, now, this.timings.retransmitMs)) {
         this.event({
           type: 'follower_lag',
@@ -544,7 +547,7 @@ export class SingleLeaderCore implements NodeCore {
   nextDeadline(): number {
     let d = Infinity;
     if (this.isLeader()) {
-      for (const p of this.progress.values())
+      for (const p of this.progress.list)
         if (p.match < this.lastIndex) d = Math.min(d, p.sentAt + this.timings.retransmitMs);
       for (const w of this.waiters) d = Math.min(d, w.deadline);
     }
@@ -570,7 +573,9 @@ export class SingleLeaderCore implements NodeCore {
     // Followers at the same point get the same message object (the actor encodes it once).
     let sharedNext = -1;
     let shared: AppendMessage | undefined;
-    for (const [f, p] of this.progress) {
+    for (let i = 0; i < this.progress.ids.length; i++) {
+      const f = this.progress.ids[i] as NodeId;
+      const p = this.progress.list[i] as Progress;
       if (p.needStoreCopy) {
         p.needStoreCopy = false;
         p.next = this.lastIndex + 1;
@@ -622,19 +627,8 @@ export class SingleLeaderCore implements NodeCore {
   drain(out: CoreOutput): void {
     this.replicate(this.lastNow);
     this.maybeCheckpoint();
-    if (this.out.messages.length) for (const m of this.out.messages) out.messages.push(m);
-    if (this.out.replies.length) for (const r of this.out.replies) out.replies.push(r);
-    if (this.out.events.length) for (const e of this.out.events) out.events.push(e);
-    const durable = this.out.durable as unknown[];
-    if (durable.length > 0) {
-      if (out.durable === undefined) out.durable = [];
-      for (const r of durable) out.durable.push(r);
-      this.out.durable = [];
-    }
-    // Fresh arrays rather than `length = 0` (a runtime call that drops the backing store all the same).
-    if (this.out.messages.length !== 0) this.out.messages = [];
-    if (this.out.replies.length !== 0) this.out.replies = [];
-    if (this.out.events.length !== 0) this.out.events = [];
+    // Handed over in place (util/out-list.ts): the lists keep their storage for the next step.
+    drainOutbox(this.out, out);
     this.checkInvariants();
   }
 

@@ -30,10 +30,20 @@ export const defaultPhiOptions: PhiOptions = {
 };
 
 export class PhiAccrualDetector {
+  /**
+   * The window of inter-arrival samples as a ring (`count` of them, the oldest at `head`): the same
+   * samples, added and dropped in the same order as a list with push and shift, without moving the
+   * window on every heartbeat.
+   */
   private readonly samples: number[] = [];
+  private head = 0;
+  private count = 0;
   private sum = 0;
   private sumSq = 0;
   private last: number;
+  /** phi() of the last `now` asked while no heartbeat came in since (NaN: none): a step asks many times. */
+  private phiAt = Number.NaN;
+  private phiValue = 0;
 
   /** `now` is when monitoring starts: a peer never heard from becomes suspected like a silent one. */
   constructor(
@@ -48,21 +58,30 @@ export class PhiAccrualDetector {
   }
 
   private push(interval: number): void {
-    this.samples.push(interval);
+    const size = this.opts.windowSize + 1;
+    // Room for windowSize + 1 samples: the new one is in before the oldest goes, as with push then shift.
+    if (this.count < size) this.samples[(this.head + this.count) % size] = interval;
+    this.count++;
     this.sum += interval;
     this.sumSq += interval * interval;
-    if (this.samples.length > this.opts.windowSize) {
-      const old = this.samples.shift() as number;
+    if (this.count > this.opts.windowSize) {
+      const old = this.samples[this.head] as number;
+      this.head = (this.head + 1) % size;
+      this.count--;
       this.sum -= old;
       this.sumSq -= old * old;
     }
+    this.phiAt = Number.NaN;
   }
 
   /** Records a heartbeat arriving at `now`. */
   heartbeat(now: number): void {
     const interval = now - this.last;
     if (interval >= 0 && interval <= this.opts.maxSampleMs) this.push(interval);
-    if (now > this.last) this.last = now;
+    if (now > this.last) {
+      this.last = now;
+      this.phiAt = Number.NaN;
+    }
   }
 
   /** Time of the last heartbeat. */
@@ -72,7 +91,15 @@ export class PhiAccrualDetector {
 
   /** phi at `now`: 0 right after a heartbeat, growing the longer the peer stays silent. */
   phi(now: number): number {
-    const n = this.samples.length;
+    if (now === this.phiAt) return this.phiValue;
+    const phi = this.phiOf(now);
+    this.phiAt = now;
+    this.phiValue = phi;
+    return phi;
+  }
+
+  private phiOf(now: number): number {
+    const n = this.count;
     const mean = this.sum / n + this.opts.acceptablePauseMs;
     const variance = Math.max(0, this.sumSq / n - (this.sum / n) ** 2);
     const std = Math.max(Math.sqrt(variance), this.opts.minStdDeviationMs);

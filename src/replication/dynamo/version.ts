@@ -6,6 +6,7 @@
 import type { Version } from '../core.js';
 import type { HybridClock } from '../hlc.js';
 import { hashText } from './merkle.js';
+import { hasOwnProperty } from '../../util/own.js';
 
 /**
  * LWW order: the later HLC timestamp wins, ties go to the larger node id; two copies that still tie
@@ -22,6 +23,46 @@ export function lwwCompare(a: Version, b: Version): number {
 /** a strictly beats b under LWW. */
 export function lwwNewer(a: Version, b: Version): boolean {
   return lwwCompare(a, b) > 0;
+}
+
+/** Own enumerable keys of `x`, in order, are exactly `keys` (what an object literal with them makes). */
+export function hasExactKeys(x: object, keys: readonly string[]): boolean {
+  let i = 0;
+  for (const k in x) {
+    if (k !== keys[i] || !hasOwnProperty.call(x, k)) return false;
+    i++;
+  }
+  return i === keys.length;
+}
+
+const versionKeys = ['key', 'value', 'tombstone', 'timestamp', 'node_id', 'version', 'vclock'] as const;
+
+/**
+ * A deep copy of a stored version (its clock copied too): what structuredClone gives for one,
+ * field for field and in the same order. A version with exactly Version's fields, in order (as
+ * every core builds them), is copied with the literal the cores use, so the copy shares their
+ * hidden class (code that handles versions stays monomorphic after a restart); anything else by
+ * object spread. Restarted swarm nodes start from such copies of their durable fold.
+ */
+export function cloneVersion(v: Version): Version {
+  const vclock = { ...v.vclock };
+  if (!hasExactKeys(v, versionKeys)) return { ...v, vclock };
+  return {
+    key: v.key,
+    value: v.value,
+    tombstone: v.tombstone,
+    timestamp: v.timestamp,
+    node_id: v.node_id,
+    version: v.version,
+    vclock,
+  };
+}
+
+/** cloneVersion of every version in a key -> version map, keys in the same order. */
+export function cloneVersionMap(m: ReadonlyMap<string, Version>): Map<string, Version> {
+  const out = new Map<string, Version>();
+  for (const [k, v] of m) out.set(k, cloneVersion(v));
+  return out;
 }
 
 /** What identifies a version's content (not its vector clock). */

@@ -22,6 +22,10 @@ import { clusterConfig } from '../config.js';
 import { createSingleLeaderCore, singleLeaderDurableFold } from '../cores/single-leader.js';
 import { createMultiLeaderCore, multiLeaderDurableFold } from '../cores/multi-leader.js';
 import { createLeaderlessCore, leaderlessDurableFold } from '../cores/leaderless.js';
+import { cloneSingleLeaderPersisted, isSingleLeaderPersisted } from '../cores/single-leader/durable.js';
+import { cloneMultiLeaderPersisted, type MultiLeaderPersisted } from '../cores/multi-leader/durable.js';
+import type { KeyClocks } from '../cores/multi-leader/clock-samples.js';
+import { cloneLeaderlessPersisted, isLeaderlessPersisted } from '../cores/leaderless/durable.js';
 import { compareClocks, descends, mergeClocks, type VClock } from '../dynamo/vclock.js';
 import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
@@ -212,15 +216,30 @@ const factoryOf: Record<KvStrategy, CoreFactory> = {
 };
 
 /**
+ * Each strategy's deep copy of its own fold (the same value as cloneData's, built without a generic
+ * walk), cloneData for anything else.
+ */
+export const persistedCloneOf: Record<KvStrategy, (persisted: unknown) => unknown> = {
+  single_leader: (p) => (isSingleLeaderPersisted(p) ? cloneSingleLeaderPersisted(p) : cloneData(p)),
+  multi_leader: (p) => (p instanceof Map ? cloneMultiLeaderPersisted(p as MultiLeaderPersisted) : cloneData(p)),
+  leaderless: (p) => (isLeaderlessPersisted(p) ? cloneLeaderlessPersisted(p) : cloneData(p)),
+};
+
+/**
  * The node's storage outside the core, as the live front keeps it: every durable record drained is
  * folded (across incarnations), and persistentState() hands that fold to DetCluster's crash(), so a
  * restart is built from the records alone (these cores have no persistentState() of their own).
- * The restarted core gets a deep copy, so it cannot alias what storage holds.
+ * The restarted core gets a deep copy, so it cannot alias what storage holds: `clone` (cloneData
+ * unless the strategy has its own, see persistedCloneOf).
  */
-export function withDurableStorage(factory: CoreFactory, fold: DurableFold): CoreFactory {
+export function withDurableStorage(
+  factory: CoreFactory,
+  fold: DurableFold,
+  clone: (persisted: unknown) => unknown = cloneData,
+): CoreFactory {
   return (opts) => {
     let stored: unknown = opts.persisted;
-    const core = factory(opts.persisted === undefined ? opts : { ...opts, persisted: cloneData(opts.persisted) });
+    const core = factory(opts.persisted === undefined ? opts : { ...opts, persisted: clone(opts.persisted) });
     const wrapped: NodeCore = {
       id: core.id,
       onClient: (req, now) => core.onClient(req, now),
@@ -241,6 +260,11 @@ export function withDurableStorage(factory: CoreFactory, fold: DurableFold): Cor
     };
     // The single_leader core's `term` (status().term without building the status), passed on when it has one.
     if ('term' in core) Object.defineProperty(wrapped, 'term', { get: () => (core as { term: number }).term });
+    // The multi_leader core's clockSamples() (what its views show of the clocks), passed on likewise.
+    const sampled = core as NodeCore & ClockSampled;
+    if (typeof sampled.clockSamples === 'function') {
+      (wrapped as NodeCore & ClockSampled).clockSamples = () => sampled.clockSamples?.();
+    }
     return wrapped;
   };
 }
@@ -327,6 +351,11 @@ export function servedFromFold(strategy: KvStrategy, fold: unknown): Record<stri
 /** status().extra.siblings of a multi_leader node (vector_clock resolver). */
 type SiblingsView = Record<string, Array<{ vclock: VClock }>>;
 
+/** A core that shows its keys' clocks without building its views (the multi_leader core). */
+interface ClockSampled {
+  clockSamples?: () => KeyClocks[] | undefined;
+}
+
 interface ClientState {
   name: string;
   seq: number;
@@ -380,7 +409,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
   };
   const run = startSwarmRun(
     {
-      factory: withDurableStorage(factoryOf[strategy], foldOf[strategy]),
+      factory: withDurableStorage(factoryOf[strategy], foldOf[strategy], persistedCloneOf[strategy]),
       nodeIds: ids,
       config: profile.config,
       seed,
@@ -485,7 +514,6 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     cl.seq++;
     const key = `k${rng.int(profile.keys)}`;
     const value = `${cl.name}-${cl.seq}`;
-    const nextKey = `k${(Number(key.slice(1)) + 1) % profile.keys}`;
     const roll = rng.next();
     const op: ClientOp =
       roll < profile.readShare
@@ -498,7 +526,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
                 op: 'batch',
                 entries: [
                   { key, value },
-                  { key: nextKey, value: `${value}b` },
+                  { key: `k${(Number(key.slice(1)) + 1) % profile.keys}`, value: `${value}b` },
                 ],
               };
     // Writes go to the leader the client knows (single_leader); a stray share tests not_leader.
@@ -524,6 +552,20 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     for (const id of ids) {
       if (c.state(id) === 'offline') continue;
       const core = c.core(id);
+      const samples = (core as NodeCore & ClockSampled).clockSamples?.();
+      if (samples !== undefined) {
+        // The same clocks, in the same order, as the views below give.
+        for (const { key, winner, siblings } of samples) {
+          let join: VClock = winner;
+          if (siblings !== undefined) for (const s of siblings) join = mergeClocks(join, s);
+          const prev = lastJoin.get(`${id}|${key}`);
+          if (prev && !descends(join, prev)) {
+            fail('vclock_sanity', `${id} ${key}: clock went from ${clockText(prev)} to ${clockText(join)}`);
+          }
+          lastJoin.set(`${id}|${key}`, join);
+        }
+        continue;
+      }
       const store = core.storeView();
       const siblings = (core.status(c.now).extra?.['siblings'] ?? {}) as SiblingsView;
       for (const [key, v] of Object.entries(store)) {
@@ -538,10 +580,18 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     }
     for (const e of conflictEvents.splice(0)) {
       if (c.state(e.node) === 'offline') continue;
-      const v = c.core(e.node).storeView()[e.key];
-      const siblings = (c.core(e.node).status(c.now).extra?.['siblings'] ?? {}) as SiblingsView;
-      let join: VClock = v?.vclock ?? {};
-      for (const s of siblings[e.key] ?? []) join = mergeClocks(join, s.vclock);
+      let join: VClock;
+      const samples = (c.core(e.node) as NodeCore & ClockSampled).clockSamples?.();
+      if (samples !== undefined) {
+        const sample = samples.find((x) => x.key === e.key);
+        join = sample?.winner ?? {};
+        if (sample?.siblings !== undefined) for (const s of sample.siblings) join = mergeClocks(join, s);
+      } else {
+        const v = c.core(e.node).storeView()[e.key];
+        const siblings = (c.core(e.node).status(c.now).extra?.['siblings'] ?? {}) as SiblingsView;
+        join = v?.vclock ?? {};
+        for (const s of siblings[e.key] ?? []) join = mergeClocks(join, s.vclock);
+      }
       if (!descends(join, e.local) || !descends(join, e.remote)) {
         const sides = `${clockText(e.local)} ${clockText(e.remote)}`;
         const what = `after a conflict its clock ${clockText(join)} does not dominate both sides ${sides}`;

@@ -6,6 +6,7 @@
 import type { DurableFold, NodeId, Version } from '../../core.js';
 import { unreachable } from '../../../util/assert.js';
 import { versionOfTuple, type VersionTuple } from '../durable-version.js';
+import { cloneVersionMap } from '../../dynamo/version.js';
 
 /** Store set / delete, hint set / delete, or a checkpoint of both (versions as flat tuples). */
 export type LeaderlessRecord =
@@ -35,6 +36,17 @@ function checkpointState(record: Extract<LeaderlessRecord, ['c', ...unknown[]]>)
   const store = new Map(record[1].map((v) => [v.key, v]));
   const hints = new Map(record[2].map(([owner, versions]) => [owner, new Map(versions.map((v) => [v.key, v]))]));
   return { store, hints };
+}
+
+/**
+ * A deep copy of a restarted node's store and hints, as structuredClone would give it (each level
+ * copied by an object spread, so fields keep their order): what the swarm's storage hands a
+ * restarted core.
+ */
+export function cloneLeaderlessPersisted(p: LeaderlessPersisted): LeaderlessPersisted {
+  const hints = new Map<NodeId, Map<string, Version>>();
+  for (const [owner, held] of p.hints) hints.set(owner, cloneVersionMap(held));
+  return { ...p, store: cloneVersionMap(p.store), hints };
 }
 
 export const leaderlessDurableFold: DurableFold = {

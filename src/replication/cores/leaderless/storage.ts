@@ -33,7 +33,7 @@ export class ReplicaStorage {
   constructor(
     readonly storedBytesMax: number,
     hintsMax: number,
-    private readonly records: unknown[],
+    private readonly records: { push(record: unknown): unknown },
   ) {
     this.hints = new HintStore(hintsMax);
   }

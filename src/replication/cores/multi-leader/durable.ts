@@ -6,6 +6,9 @@
 import type { DurableFold, Version } from '../../core.js';
 import { versionOfTuple, versionTuple, type VersionTuple } from '../durable-version.js';
 import type { KeyState } from './key-state.js';
+import { cloneVersion, hasExactKeys } from '../../dynamo/version.js';
+
+const keyStateKeys = ['versions', 'parked'] as const;
 
 /**
  * A key's whole state (its parked remote or null, then its versions, as flat tuples), or a
@@ -34,6 +37,22 @@ export function checkpointRecord(keys: ReadonlyMap<string, KeyState>): MultiLead
   const all: Array<[string, Version[], Version | null]> = [];
   for (const [key, keyState] of keys) all.push([key, keyState.versions, keyState.parked]);
   return ['c', all];
+}
+
+/**
+ * A deep copy of a restarted node's keys, as structuredClone would give it (each level copied by an
+ * object spread, so fields keep their order): what the swarm's storage hands a restarted core.
+ */
+export function cloneMultiLeaderPersisted(p: MultiLeaderPersisted): MultiLeaderPersisted {
+  const out: MultiLeaderPersisted = new Map();
+  for (const [key, ks] of p) {
+    const versions: Version[] = [];
+    for (const v of ks.versions) versions.push(cloneVersion(v));
+    const parked = ks.parked === null ? null : cloneVersion(ks.parked);
+    // The literal the core uses (the same hidden class) when the state has just its fields.
+    out.set(key, hasExactKeys(ks, keyStateKeys) ? { versions, parked } : { ...ks, versions, parked });
+  }
+  return out;
 }
 
 export const multiLeaderDurableFold: DurableFold = {

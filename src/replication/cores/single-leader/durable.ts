@@ -8,6 +8,7 @@ import type { DurableFold, NodeId, Version } from '../../core.js';
 import { storedEntryOverheadBytes } from '../../limits.js';
 import type { LogEntry } from './messages.js';
 import { invariantBroken } from '../invariant-broken.js';
+import { cloneVersionMap, hasExactKeys } from '../../dynamo/version.js';
 
 /**
  * A durable record: an appended entry (index, epoch, timestamp, writer, then its ops flattened as
@@ -104,6 +105,26 @@ export function isSingleLeaderPersisted(p: unknown): p is SingleLeaderPersisted 
   const s = p as Partial<SingleLeaderPersisted>;
   return s.store instanceof Map && Array.isArray(s.log);
 }
+
+/**
+ * A deep copy of a restarted node's state, as structuredClone would give it (each level copied by
+ * an object spread, so fields keep their order): what the swarm's storage hands a restarted core
+ * (swarm/kv-swarm.ts), without a generic clone's walk and identity map over every entry.
+ */
+export function cloneSingleLeaderPersisted(p: SingleLeaderPersisted): SingleLeaderPersisted {
+  const log: LogEntry[] = [];
+  for (const e of p.log) {
+    const ops: LogEntry['ops'] = [];
+    for (const o of e.ops) ops.push(hasExactKeys(o, opKeys) ? { key: o.key, value: o.value } : { ...o });
+    // The literal append() and entryOfRecord use (the same hidden class) when the entry has just their fields.
+    if (!hasExactKeys(e, entryKeys)) log.push({ ...e, ops });
+    else log.push({ index: e.index, epoch: e.epoch, timestamp: e.timestamp, node_id: e.node_id, ops });
+  }
+  return { ...p, store: cloneVersionMap(p.store), log };
+}
+
+const entryKeys = ['index', 'epoch', 'timestamp', 'node_id', 'ops'] as const;
+const opKeys = ['key', 'value'] as const;
 
 function emptyPersisted(): SingleLeaderPersisted {
   return { epoch: 0, leader: '', index: 0, store: new Map(), log: [], lastEntryEpoch: 0 };

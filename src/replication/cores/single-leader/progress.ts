@@ -4,6 +4,7 @@
  * store copy; plus the pure rules that update it on an ack and on a stalled retransmit timer.
  * It sends nothing and holds no log: what goes out is the core's decision (single-leader.ts replicate).
  */
+import type { NodeId } from '../../core.js';
 import type { AckMessage } from './messages.js';
 import { invariantBroken } from '../invariant-broken.js';
 
@@ -59,4 +60,61 @@ export function retransmitIfStalled(p: Progress, lastIndex: number, now: number,
   p.inflight = 0;
   p.sentAt = now;
   return true;
+}
+
+/**
+ * The leader's progress per follower: a map, its ids and entries also kept as two lists in the
+ * map's (insertion) order, so the loops that run on every step (deadline, invariants, commit,
+ * replicate) walk arrays instead of allocating iterators. The lists are read-only to callers.
+ */
+export class ProgressTable {
+  private readonly map = new Map<NodeId, Progress>();
+  /** Follower ids, in insertion order (the order the map iterates in). */
+  ids: NodeId[] = [];
+  /** Their progress, at the same positions. */
+  list: Progress[] = [];
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(id: NodeId): Progress | undefined {
+    return this.map.get(id);
+  }
+
+  has(id: NodeId): boolean {
+    return this.map.has(id);
+  }
+
+  /** As Map.set: a known id keeps its place. */
+  set(id: NodeId, p: Progress): void {
+    if (this.map.has(id)) this.list[this.ids.indexOf(id)] = p;
+    else {
+      this.ids.push(id);
+      this.list.push(p);
+    }
+    this.map.set(id, p);
+  }
+
+  delete(id: NodeId): boolean {
+    if (!this.map.delete(id)) return false;
+    const i = this.ids.indexOf(id);
+    this.ids.splice(i, 1);
+    this.list.splice(i, 1);
+    return true;
+  }
+
+  clear(): void {
+    this.map.clear();
+    this.ids = [];
+    this.list = [];
+  }
+
+  keys(): IterableIterator<NodeId> {
+    return this.map.keys();
+  }
+
+  [Symbol.iterator](): IterableIterator<[NodeId, Progress]> {
+    return this.map[Symbol.iterator]();
+  }
 }

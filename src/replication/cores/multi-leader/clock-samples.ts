@@ -1,0 +1,43 @@
+/**
+ * What a multi-leader node's views show of each key's vector clocks, read straight from its keys:
+ * the swarm's clock check (swarm/kv-swarm.ts) samples every node every 50 virtual ms and after
+ * every conflict, and building storeView() and status() for that was a sixth of what a
+ * multi_leader seed allocated. Read-only; the views themselves are the core's (multi-leader.ts).
+ */
+import type { NodeId } from '../../core.js';
+import { multiLeaderSiblingKeysShownMax } from '../../limits.js';
+import { winnerOf, type KeyState } from './key-state.js';
+
+/** One key's clocks: its winner's (storeView()) and its siblings' (status().extra.siblings), if shown. */
+export interface KeyClocks {
+  key: string;
+  winner: Record<NodeId, number>;
+  /** The clocks of the key's versions, in order, when status() shows them (undefined otherwise). */
+  siblings: ReadonlyArray<Record<NodeId, number>> | undefined;
+}
+
+/** An own property of a plain object that is ordered or set apart from the rest (an index, __proto__). */
+function specialKey(key: string): boolean {
+  return key === '__proto__' || /^(?:0|[1-9]\d*)$/.test(key);
+}
+
+/**
+ * Every key's clocks in storeView()'s order (the keys sorted), siblings as status() shows them (the
+ * versions of the first multiLeaderSiblingKeysShownMax keys that have more than one, in key order).
+ * The clocks are the stored ones (not copies): read them, do not change them. Undefined when a key
+ * would sit elsewhere in those views' objects (an array index or __proto__): read the views then.
+ */
+export function clockSamples(keys: ReadonlyMap<string, KeyState>): KeyClocks[] | undefined {
+  const out: KeyClocks[] = [];
+  let siblingKeys = 0;
+  for (const [key, keyState] of keys) {
+    if (specialKey(key)) return undefined;
+    let siblings: Array<Record<NodeId, number>> | undefined;
+    if (keyState.versions.length > 1) {
+      siblingKeys++;
+      if (siblingKeys <= multiLeaderSiblingKeysShownMax) siblings = keyState.versions.map((v) => v.vclock);
+    }
+    out.push({ key, winner: winnerOf(keyState).vclock, siblings });
+  }
+  return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
