@@ -1,8 +1,8 @@
 /**
  * What a watching page costs the simulator (issue 17): writes/s over HTTP (wrk, 64 connections,
  * 1,000 rotating keys) to one cluster with one /ws client subscribed to it as the page does
- * (`/ws?cluster_id=...&link_stats=1&op_events=0`: the cluster's events and a link_stats frame every
- * 100 ms, no frame per client operation), against no /ws client, in alternating slices on the same
+ * (`/ws?cluster_id=...&batch_ms=50&link_stats=1&op_events=0`: the cluster's events and a link_stats
+ * frame every 100 ms, no frame per client operation, sent as one array message per 50 ms), against no /ws client, in alternating slices on the same
  * process and cluster; a third slice measures a client that also takes one write_received frame
  * per write (`link_stats=1` alone). The client reads every frame as a page would (parses link_stats
  * frames, counts the rest). Besides writes/s, the server's CPU time per write (all its threads,
@@ -19,7 +19,10 @@ const reps = Math.max(1, Math.floor(Number(process.env['BENCH_REPS'] ?? 3)));
 const target = 0.95;
 type Mode = 'none' | 'page' | 'op_events';
 /** The /ws query of each watched mode. */
-const queries: Record<Exclude<Mode, 'none'>, string> = { page: 'link_stats=1&op_events=0', op_events: 'link_stats=1' };
+const queries: Record<Exclude<Mode, 'none'>, string> = {
+  page: 'batch_ms=50&link_stats=1&op_events=0',
+  op_events: 'link_stats=1',
+};
 if (!wrkAvailable()) {
   console.error('wrk is not installed (make bench installs it with apt-get)');
   process.exit(2);
@@ -63,6 +66,19 @@ async function watch(port: number, clusterId: string, query: string): Promise<Wa
       }),
   };
   ws.on('message', (data: Buffer) => {
+    // batch_ms (the page's query): one JSON array per window, each element a frame; parsed whole.
+    if (data[0] === 0x5b) {
+      for (const f of JSON.parse(data.toString()) as Array<{
+        type: string;
+        data: { links: Array<{ sent: number }> };
+      }>) {
+        w.frames++;
+        if (f.type !== 'link_stats') continue;
+        w.linkStatsFrames++;
+        for (const l of f.data.links) w.messagesDrawn += l.sent;
+      }
+      return;
+    }
     w.frames++;
     // A link_stats frame starts with {"type":"link_stats"; only those are parsed.
     if (data.length > 20 && data.toString('latin1', 9, 19) === 'link_stats') {
