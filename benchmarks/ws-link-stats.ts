@@ -1,13 +1,13 @@
 /**
- * What a watching page costs the simulator (issue 17): writes/s over HTTP (wrk, 64 connections,
- * 1,000 rotating keys) to one cluster with one /ws client subscribed to it as the page does
+ * What a watching page costs the simulator (issue 17): writes/s over HTTP (wrk, 64 connections, 1,000
+ * rotating keys) to one cluster with one /ws client subscribed to it as the page does
  * (`/ws?cluster_id=...&batch_ms=50&link_stats=1&op_events=0`: the cluster's events and a link_stats
- * frame every 100 ms, no frame per client operation, sent as one array message per 50 ms), against
- * no /ws client, in alternating slices on the same process and cluster; a third slice measures a client that also takes one write_received frame
- * per write (`link_stats=1` alone). The client reads every frame as a page would (parses link_stats
- * frames, counts the rest). Besides writes/s, the server's CPU time per write (all its threads,
- * from /proc) is reported: on a shared machine it swings much less than throughput. Target: page ÷
- * none ≥ 0.95 (writes/s). A run with any error records nothing.
+ * frame every 100 ms, no frame per client operation, sent as one array message per 50 ms), against no
+ * /ws client, in alternating slices on the same process and cluster; a third slice measures a client
+ * that also takes one write_received frame per write (`link_stats=1` alone). The client reads every
+ * frame as a page would (parses link_stats frames, counts the rest). Besides writes/s, the server's
+ * CPU time per write (all its threads, from /proc) is reported: on a shared machine it swings much
+ * less than throughput. Target: page ÷ none ≥ 0.95 (writes/s). A run with any error records nothing.
  */
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
