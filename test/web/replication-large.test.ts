@@ -111,6 +111,13 @@ t.test(`a ${nodes}-node cluster: links painted, still chosen by click and by key
     [[[c], [d]]],
     'the server holds a partition of exactly the two nodes',
   );
+  // The links canvas is repainted on the next animation frame after the model changes, which may
+  // come after the link's button has its new name: wait for it as the heal step below does.
+  await page
+    .waitForFunction(() => document.querySelector('canvas.links')?.getAttribute('data-cut') === '1', undefined, {
+      timeout: contractUpdateMs,
+    })
+    .catch(() => undefined);
   t.equal(await canvas.getAttribute('data-cut'), '1', 'one link painted cut');
   t.ok(await shownAsImage(), 'the image shows the cut link too');
 
