@@ -33,7 +33,6 @@
  * - A node starts with the configuration `opts.peers`; one that is not in it never campaigns.
  */
 import {
-  emptyOutput,
   type ClientReply,
   type ClientRequest,
   type ControlCommand,
@@ -54,6 +53,7 @@ import type { Rng } from '../../util/rng.js';
 import { invariant, unreachable } from '../../util/assert.js';
 import { hasQuorum, inLease, onVoteRequest, onVoteResponse, requestVotes } from './raft/candidate.js';
 import { DurableJournal } from './raft/durable.js';
+import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
 import { appendReject, followLeader, onAppend, onHeartbeat, onSnapshot } from './raft/follower.js';
 import { checkInvariants, type CheckedVote } from './raft/invariants.js';
 import {
@@ -122,7 +122,7 @@ export class RaftCore implements NodeCore, Raft {
   private readonly rng: Rng;
   private readonly hooks: RaftHooks;
   readonly clock = new HybridClock();
-  private readonly out: CoreOutput = emptyOutput();
+  private readonly out: CoreOutbox = newCoreOutbox();
 
   // Persistent state (Figure 2).
   term = 0;
@@ -279,18 +279,9 @@ export class RaftCore implements NodeCore, Raft {
     flush(this, this.lastNow);
     // Durable records first: the shell persists them before it posts anything of this step.
     this.journal.drain(this.term, this.votedFor, out.durable ?? (out.durable = []));
-    if (this.out.messages.length) {
-      for (const m of this.out.messages) out.messages.push(m);
-      this.out.messages.length = 0;
-    }
-    if (this.out.replies.length) {
-      for (const r of this.out.replies) out.replies.push(r);
-      this.out.replies.length = 0;
-    }
-    if (this.out.events.length) {
-      for (const e of this.out.events) out.events.push(e);
-      this.out.events.length = 0;
-    }
+    // Handed over in place (util/out-list.ts), as the other cores do; raft's durable records come
+    // from its journal above, so the outbox's own durable list stays empty.
+    drainOutbox(this.out, out);
     this.checkInvariants();
   }
 
