@@ -6,6 +6,7 @@
 import t from 'tap';
 import type { FlagsContext } from '../../src/flags/api/context.js';
 import { Evaluator } from '../../src/flags/api/evaluation.js';
+import { bulkBody, bulkView } from '../../src/flags/api/ofrep-routes.js';
 import { evaluate } from '../../src/flags/eval/evaluate.js';
 import { EvalPlan } from '../../src/flags/eval/plan.js';
 import type { Clause, ClauseOp, EvalContext, Flag, Segment } from '../../src/flags/model/types.js';
@@ -251,4 +252,123 @@ t.test('a plan follows the changes applied to its environment', async (t) => {
   change({ resource: 'flag', op: 'delete', key: first.key, data: null });
   same('after a flag delete');
   t.same(fast.warnings, slow.warnings, 'the same warnings logged');
+});
+
+t.test(
+  "OFREP's bulk answer from the plan equals the one written flag by flag; its ETag follows its body",
+  async (t) => {
+    let planned = 0;
+    let general = 0;
+    let distinct = 0;
+    /** Every ETag met, with its body: one body per ETag across every environment and revision. */
+    const bodyOf = new Map<string, string>();
+    for (let seed = 1; seed <= 800; seed++) {
+      const g = gen(seed >> 1);
+      // Odd seeds: the same flags without prerequisites or keys JSON.stringify reorders (mostly planned).
+      const flags =
+        seed % 2 === 0
+          ? g.flags
+          : g.flags.map((f) => ({ ...f, key: /^\d/.test(f.key) ? `k${f.key}` : f.key, prerequisites: [] }));
+      const env = new EnvState('p', 'e', { flags, segments: g.segments, seq: 1 });
+      const fast = evaluator();
+      const slow = evaluator();
+      /** Within one revision: one ETag per body. */
+      const etagOf = new Map<string, string>();
+      for (let i = 0; i < 12; i++) {
+        const context = g.context();
+        for (const repeat of i % 3 === 0 ? [0, 1] : [0]) {
+          const got = fast.evaluator.planned(env, context, bulkView);
+          const want = bulkBody(slow.evaluator, env, context);
+          if (got === undefined) {
+            general++;
+            bulkBody(fast.evaluator, env, context); // counted as the route counts it
+            continue;
+          }
+          planned++;
+          const where = `seed ${seed} context ${JSON.stringify(context)}${repeat ? ' (repeated)' : ''}`;
+          if (got.body !== want) {
+            t.equal(got.body, want, where);
+            return;
+          }
+          if (!/^"[\w-]{27}\.\w+"$/.test(got.etag)) {
+            t.fail(`${where}: ETag ${got.etag}`);
+            return;
+          }
+          if ((bodyOf.get(got.etag) ?? got.body) !== got.body || (etagOf.get(got.body) ?? got.etag) !== got.etag) {
+            t.fail(`${where}: ETag ${got.etag} for ${got.body}`);
+            return;
+          }
+          if (!etagOf.has(got.body)) distinct++;
+          bodyOf.set(got.etag, got.body);
+          etagOf.set(got.body, got.etag);
+          if (!got.bytes.equals(Buffer.from(want))) {
+            t.fail(`${where}: the bytes are not the body's`);
+            return;
+          }
+          if (got.ok['etag'] !== got.etag || got.notModified['etag'] !== got.etag) {
+            t.same(
+              [got.ok, got.notModified],
+              [{ 'content-type': 'application/json', etag: got.etag }, { etag: got.etag }],
+            );
+            return;
+          }
+        }
+        // evaluate-all between two OFREP answers: each keeps its own last answer.
+        if (i % 4 === 1) {
+          const all = fast.evaluator.answer(env, { context }).raw;
+          if (all !== JSON.stringify(slow.evaluator.run(env, { context }))) {
+            t.equal(all, JSON.stringify(slow.evaluator.run(env, { context })), `seed ${seed}: evaluate-all between`);
+            return;
+          }
+        }
+      }
+      if (JSON.stringify([...fast.byReason]) !== JSON.stringify([...slow.byReason])) {
+        t.same([...fast.byReason], [...slow.byReason], `seed ${seed}: reason counts, in the order they were first met`);
+        return;
+      }
+      if (fast.warnings.join('\n') !== slow.warnings.join('\n')) {
+        t.same(fast.warnings, slow.warnings, `seed ${seed}: warnings logged`);
+        return;
+      }
+    }
+    t.ok(planned > 1500 && general > 1500, `both paths taken (${planned} planned answers, ${general} flag by flag)`);
+    t.ok(distinct > 300, `${distinct} distinct bodies, each with its own ETag`);
+  },
+);
+
+t.test("OFREP's planned ETag: a long list of outcomes is hashed, and a change of the body changes it", async (t) => {
+  const { flags, segments } = gen(11);
+  const first = { ...(flags[0] as Flag), prerequisites: [], enabled: true };
+  const many = Array.from({ length: 70 }, (_, i) => ({ ...first, key: `k${i}`, name: `k${i}` }));
+  const env = new EnvState('p', 'e', { flags: many, segments, seq: 1 });
+  const { evaluator: e } = evaluator();
+  const context = { key: 'u-1', country: 'NL', version: '2.3.0' };
+  const a = e.planned(env, context, bulkView);
+  t.ok(a);
+  t.match(a?.etag, /^"[\w-]{27}"$/, 'seventy flags: the codes hashed');
+  t.equal(e.planned(env, context, bulkView), a, 'the same outcomes: the last answer');
+  t.equal(a?.body, bulkBody(evaluator().evaluator, env, context));
+  const change = (seq: number, data: Flag): void =>
+    env.apply({
+      seq,
+      projectKey: 'p',
+      environmentKey: 'e',
+      version: seq,
+      resource: 'flag',
+      op: 'upsert',
+      key: data.key,
+      data,
+    });
+  // A change the answer does not show (the name): the same body, the same ETag.
+  change(2, { ...(many[3] as Flag), name: 'renamed', version: 2 });
+  const renamed = e.planned(env, context, bulkView);
+  t.not(renamed, a, 'a new revision writes its answer again');
+  t.equal(renamed?.body, a?.body);
+  t.equal(renamed?.etag, a?.etag, 'same body, same ETag');
+  // A change the answer shows (the context is now a target): another body, another ETag.
+  change(3, { ...(many[3] as Flag), targets: [{ contextKeys: ['u-1'], variation: 'c' }], version: 3 });
+  const targeted = e.planned(env, context, bulkView);
+  t.not(targeted?.body, a?.body);
+  t.not(targeted?.etag, a?.etag, 'another body, another ETag');
+  t.equal(targeted?.body, bulkBody(evaluator().evaluator, env, context));
 });

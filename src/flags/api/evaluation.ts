@@ -7,7 +7,8 @@
  * already known, accepts well-formed bodies in one pass (the schema path only words a refusal), and
  * writes the answer from per-outcome JSON fragments; the bytes are those JSON.stringify would give.
  * Evaluating every flag goes through the environment's plan (../eval/plan.ts, made once per
- * revision): each flag's answer is one of its precomputed `"key":{...}` fragments.
+ * revision): each flag's answer is one of its precomputed `"key":{...}` fragments. Other answers
+ * of every flag (OFREP's bulk list and its ETag) are written from the same plan (PlannedView).
  */
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
@@ -251,8 +252,29 @@ interface EnvPlan {
    */
   readonly last: Uint32Array | undefined;
   lastBody: string | undefined;
+  /** The other answers written from this plan (PlannedView), made on their first use. */
+  readonly views: Map<PlannedView<unknown>, ViewState>;
 }
 const plans = new WeakMap<EnvState, EnvPlan>();
+
+/**
+ * An answer other than evaluate-all's written from a plan's outcomes (OFREP's bulk list, with its
+ * ETag): `make` runs once per revision, given the plan's entries (every one planned, in the
+ * order JSON.stringify writes evaluate-all's flags), and returns the writer of the answer for the
+ * outcome of each flag (an index into its `fast.results`). As with evaluate-all's body, the answer
+ * is a function of the outcomes alone, so the last one is reused while every outcome repeats.
+ */
+export interface PlannedView<A> {
+  /** Called once per plan per view (views are module constants: each keeps one writer per plan). */
+  make(entries: readonly PlanEntry[]): (outcomes: Uint32Array) => A;
+}
+
+/** A view's writer for one plan, with the outcomes of its last answer and that answer. */
+interface ViewState {
+  readonly write: (outcomes: Uint32Array) => unknown;
+  readonly last: Uint32Array;
+  answer: unknown;
+}
 
 /** The plan of the environment's current revision (its flags and segments change only by apply()). */
 function planOf(env: EnvState): EnvPlan {
@@ -267,7 +289,15 @@ function planOf(env: EnvState): EnvPlan {
   });
   const allFast = plan.entries.every((e) => e.fast !== undefined);
   const last = allFast ? new Uint32Array(plan.entries.length) : undefined;
-  const made: EnvPlan = { revision: env.revision, plan, direct, fragments, last, lastBody: undefined };
+  const made: EnvPlan = {
+    revision: env.revision,
+    plan,
+    direct,
+    fragments,
+    last,
+    lastBody: undefined,
+    views: new Map(),
+  };
   plans.set(env, made);
   return made;
 }
@@ -377,10 +407,31 @@ export class Evaluator {
 
   /** plannedBody when every flag is planned: the outcomes first, then the last answer or a new one. */
   private fastBody(p: EnvPlan, last: Uint32Array, context: EvalContext): string {
+    let same: boolean;
+    try {
+      same = this.outcomes(p, last, context);
+    } catch (err) {
+      p.lastBody = undefined; // `last` may be half written
+      throw err;
+    }
+    if (same && p.lastBody !== undefined) return p.lastBody;
+    let out = '{"flags":{';
+    const entries = p.plan.entries;
+    for (let i = 0; i < entries.length; i++) out += (p.fragments[i] as readonly string[])[last[i] as number] as string;
+    out += '}}';
+    p.lastBody = out;
+    return out;
+  }
+
+  /**
+   * Every flag of a plan whose flags are all planned, evaluated for `context` and counted by
+   * reason, its outcome written to `last`: whether every outcome was already there.
+   */
+  private outcomes(p: EnvPlan, last: Uint32Array, context: EvalContext): boolean {
     const run = p.plan.begin(context);
     const counts = [0, 0, 0, 0, 0, 0];
     const entries = p.plan.entries;
-    let same = p.lastBody !== undefined;
+    let same = true;
     try {
       for (let i = 0; i < entries.length; i++) {
         const fast = (entries[i] as PlanEntry).fast as FastFlag;
@@ -394,18 +445,37 @@ export class Evaluator {
           same = false;
         }
       }
-    } catch (err) {
-      p.lastBody = undefined; // `last` may be half written
-      throw err;
     } finally {
       this.addReasons(counts);
     }
-    if (same) return p.lastBody as string;
-    let out = '{"flags":{';
-    for (let i = 0; i < entries.length; i++) out += (p.fragments[i] as readonly string[])[last[i] as number] as string;
-    out += '}}';
-    p.lastBody = out;
-    return out;
+    return same;
+  }
+
+  /**
+   * Every flag of the environment evaluated for `context` (counted by reason, as answer() counts)
+   * and written as `view`'s answer; undefined, with nothing evaluated, unless every flag is planned
+   * and written in the flags' own order (then eachAnswer is the way).
+   */
+  planned<A>(env: EnvState, context: EvalContext, view: PlannedView<A>): A | undefined {
+    const p = planOf(env);
+    if (p.last === undefined || !p.direct) return undefined;
+    let v = p.views.get(view as PlannedView<unknown>);
+    if (v === undefined) {
+      v = { write: view.make(p.plan.entries), last: new Uint32Array(p.plan.entries.length), answer: undefined };
+      p.views.set(view as PlannedView<unknown>, v);
+    }
+    let same: boolean;
+    try {
+      same = this.outcomes(p, v.last, context);
+    } catch (err) {
+      v.answer = undefined; // `last` may be half written
+      throw err;
+    }
+    if (!same || v.answer === undefined) {
+      v.answer = undefined; // not the last answer, should write throw
+      v.answer = v.write(v.last);
+    }
+    return v.answer as A;
   }
 
   /**
