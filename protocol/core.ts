@@ -47,6 +47,12 @@ export interface CoreTimings {
   electionTimeoutMsMax: number;
   /** Raft: applied entries between two raftSnapshots (log compaction). */
   snapshotEveryEntries: number;
+  /**
+   * Raft: applied entries a leader keeps for followers still answering, so they catch up by
+   * AppendEntries rather than InstallSnapshot (etcd's SnapshotCatchUpEntries); 0 compacts all that
+   * is applied at each snapshotEveryEntries, whatever the followers hold (cores/raft/compaction.ts).
+   */
+  snapshotCatchUpEntries: number;
   /** Most entries one replication message carries. */
   maxEntriesPerMessage: number;
 }

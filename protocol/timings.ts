@@ -18,6 +18,12 @@ export const electionTimeoutMsMinDefault = 150;
 export const electionTimeoutMsMaxDefault = 300;
 /** Raft: applied entries between two raftSnapshots; past it the log is compacted into a snapshot. */
 export const snapshotEveryEntriesDefault = 30;
+/**
+ * Raft: most applied entries a leader keeps behind its last applied one for followers that still
+ * answer but have not acknowledged them (etcd's SnapshotCatchUpEntries), entries; 0 is the policy
+ * before, which compacts everything applied and sends such a follower the whole store.
+ */
+export const snapshotCatchUpEntriesDefault = 1000;
 /** Most entries one replication message carries; more wait for the next message. */
 export const entriesPerMessageMaxDefault = 512;
 
@@ -29,6 +35,7 @@ export const coreTimingsDefault: Readonly<CoreTimings> = Object.freeze({
   electionTimeoutMsMin: electionTimeoutMsMinDefault,
   electionTimeoutMsMax: electionTimeoutMsMaxDefault,
   snapshotEveryEntries: snapshotEveryEntriesDefault,
+  snapshotCatchUpEntries: snapshotCatchUpEntriesDefault,
   maxEntriesPerMessage: entriesPerMessageMaxDefault,
 });
 
@@ -59,6 +66,10 @@ export function validateTimings(timings: CoreTimings): TimingsCheck {
   for (const field of ['snapshotEveryEntries', 'maxEntriesPerMessage'] as const) {
     if (!Number.isInteger(timings[field]))
       return { ok: false, error: `${field} must be an integer (got ${timings[field]})` };
+  }
+  const catchUp = timings.snapshotCatchUpEntries;
+  if (typeof catchUp !== 'number' || !Number.isInteger(catchUp) || catchUp < 0) {
+    return { ok: false, error: `snapshotCatchUpEntries must be an integer >= 0 (got ${String(catchUp)})` };
   }
   const { heartbeatMs, electionTimeoutMsMin: min, electionTimeoutMsMax: max } = timings;
   if (heartbeatMs >= min) {

@@ -114,6 +114,7 @@ export {
   heartbeatMsDefault,
   requestTimeoutMsDefault,
   retransmitMsDefault,
+  snapshotCatchUpEntriesDefault,
   snapshotEveryEntriesDefault,
   validateTimings,
   type TimingsCheck,
@@ -139,8 +140,25 @@ export const raftCheckpointEntriesMin = 256;
  */
 export const raftProposalQueueSettledEntriesMin = 1024;
 
+/**
+ * Messages in a row a raft follower can leave unanswered and still count as answering for log
+ * compaction (cores/raft/compaction.ts, under snapshotCatchUpEntries > 0): past it the leader stops
+ * keeping entries for it, and it is caught up by InstallSnapshot. A follower that answers gets a
+ * handful of messages per round trip; a paused one gets one per flush, so under load it stops
+ * holding the log back within this many flushes rather than after an election timeout.
+ */
+export const raftCatchUpUnansweredMessagesMax = 16;
+
+/**
+ * Compacted entries a raft log keeps, at least, before it builds its raftSnapshot's store (a copy
+ * of the last one built with those entries applied) even though nobody read it (raft/log.ts); it
+ * also waits for as many entries as that store has keys, so a build costs O(1) per entry.
+ */
+export const raftSnapshotFoldEntriesMin = 256;
+
 invariant(raftAppendTimesEntriesMax >= entriesPerMessageMaxDefault, 'a full append message keeps exact lag_ms');
 invariant(raftCheckpointEntriesMin >= snapshotEveryEntriesDefault, 'not every default compaction is a checkpoint');
+invariant(raftCatchUpUnansweredMessagesMax > 0, 'a follower that answers every message holds the compaction');
 invariant(raftProposalQueueSettledEntriesMin > 0, 'the proposal queue compacts only past some settled proposals');
 
 // ---- single_leader (cores/single-leader.ts and cores/single-leader/*)

@@ -90,7 +90,17 @@ t.test('quorum: majorities of voter lists', async (t) => {
 });
 
 t.test('progress: a new follower, fast back-off and append times', async (t) => {
-  t.same(newProgress(10, 5), { next: 11, match: 0, lastAckAt: 5, ackedSeq: 0, snapshotSentAt: -Infinity });
+  t.same(newProgress(10, 5), {
+    next: 11,
+    match: 0,
+    lastAckAt: 5,
+    ackedSeq: 0,
+    snapshotSentAt: -Infinity,
+    unanswered: 0,
+    backedOffAt: -Infinity,
+    backedOffTo: 0,
+    backedOffLast: 0,
+  });
   const pr: Progress = { ...newProgress(20, 0), match: 3 };
   const cases = [
     {

@@ -31,6 +31,9 @@
  *   configuration is committed, so the shell can stop the removed nodes. Several leaders may report
  *   one entry (the index orders them).
  * - A node starts with the configuration `opts.peers`; one that is not in it never campaigns.
+ * - Log compaction every snapshotEveryEntries applied entries; a leader under snapshotCatchUpEntries
+ *   > 0 (the default) keeps what followers still answering lack, within that many entries
+ *   (raft/compaction.ts); 0 is the old policy. The raftSnapshot's store is built when read (raft/log.ts).
  */
 import {
   type ClientReply,
@@ -48,10 +51,11 @@ import {
   type Version,
 } from '../core.js';
 import { HybridClock } from '../hlc.js';
-import { raftAppendTimesEntriesMax } from '../limits.js';
+import { raftAppendTimesEntriesMax, raftCatchUpUnansweredMessagesMax } from '../limits.js';
 import type { Rng } from '../../util/rng.js';
 import { invariant, unreachable } from '../../util/assert.js';
 import { hasQuorum, inLease, onVoteRequest, onVoteResponse, requestVotes } from './raft/candidate.js';
+import { compactionPoint } from './raft/compaction.js';
 import { DurableJournal } from './raft/durable.js';
 import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
 import { appendReject, followLeader, onAppend, onHeartbeat, onSnapshot } from './raft/follower.js';
@@ -133,6 +137,8 @@ export class RaftCore implements NodeCore, Raft {
 
   // Volatile state.
   store: Record<string, Version>;
+  /** Object.keys(store).length, kept as entries are applied (compaction asks for it often). */
+  storeKeys: number;
   commitIndex: number;
   lastApplied: number;
   role: RaftRole = 'follower';
@@ -186,6 +192,7 @@ export class RaftCore implements NodeCore, Raft {
     this.journal = new DurableJournal({ term: this.term, votedFor: this.votedFor });
     this.log = new RaftLog(snap, p ? [...p.log] : [], this.journal);
     this.store = { ...snap.store };
+    this.storeKeys = Object.keys(this.store).length;
     this.commitIndex = snap.lastIncludedIndex;
     this.lastApplied = snap.lastIncludedIndex;
     const last = this.log.entryAt(this.log.lastIndex);
@@ -503,7 +510,7 @@ export class RaftCore implements NodeCore, Raft {
       const i = this.lastApplied + 1;
       const entry = this.log.entryAt(i);
       if (!entry) invariantBroken(`committed entry ${i} missing (snapshot ${this.log.snapshotIndex})`);
-      const result = clientResultOf(entry, applyToStore(this.store, entry), this.id);
+      const result = clientResultOf(entry, this.applyCounted(entry), this.id);
       this.lastApplied = i;
       this.hooks.applied?.(this.id, entry, this.term);
       if (entry.type === 'config' && this.role === 'leader') {
@@ -524,23 +531,49 @@ export class RaftCore implements NodeCore, Raft {
       if (!this.voters.includes(this.id) && this.commitIndex >= this.configIndex)
         this.becomeFollower(this.term, '', now);
     }
-    this.maybeCompact();
+    this.maybeCompact(now);
   }
 
-  /** Log compaction (§7) every snapshotEveryEntries applied entries. */
-  private maybeCompact(): void {
-    const every = this.timings.snapshotEveryEntries;
-    if (every <= 0 || this.lastApplied - this.log.snapshotIndex < every) return;
-    const term = this.log.termAt(this.lastApplied);
-    invariant(term !== undefined, 'applied entries are in the log');
-    this.log.compact({
-      lastIncludedIndex: this.lastApplied,
-      lastIncludedTerm: term,
-      voters: [...this.log.configAt(this.lastApplied).voters],
-      store: { ...this.store },
+  /** applyToStore, keeping storeKeys equal to Object.keys(store).length (own keys only, as it counts). */
+  private applyCounted(entry: LogEntry): Version[] {
+    const store = this.store;
+    if (entry.type === 'put' || entry.type === 'delete') {
+      const had = Object.hasOwn(store, entry.key);
+      const written = applyToStore(store, entry);
+      if (!had && Object.hasOwn(store, entry.key)) this.storeKeys++;
+      return written;
+    }
+    if (entry.type !== 'batch') return applyToStore(store, entry);
+    const fresh = new Set<string>();
+    for (const b of entry.entries) if (!Object.hasOwn(store, b.key)) fresh.add(b.key);
+    const written = applyToStore(store, entry);
+    for (const k of fresh) if (Object.hasOwn(store, k)) this.storeKeys++;
+    return written;
+  }
+
+  /**
+   * Log compaction (§7) every snapshotEveryEntries applied entries, up to where compaction.ts says:
+   * all that is applied, or (a leader under snapshotCatchUpEntries > 0) no further than what the
+   * followers still answering hold, within the bounded catch-up tail.
+   */
+  private maybeCompact(now: number): void {
+    const cut = compactionPoint({
+      lastApplied: this.lastApplied,
+      snapshotIndex: this.log.snapshotIndex,
+      every: this.timings.snapshotEveryEntries,
+      catchUpEntries: this.timings.snapshotCatchUpEntries,
+      followers: this.role === 'leader' ? this.progress.values() : undefined,
+      now,
+      answeringMs: this.timings.electionTimeoutMsMax,
+      unansweredMax: raftCatchUpUnansweredMessagesMax,
     });
+    if (cut === 0) return;
+    const term = this.log.termAt(cut);
+    invariant(term !== undefined, 'applied entries are in the log');
+    // The raftSnapshot's store is built from the entries when it is read (raft/log.ts), not copied here.
+    this.log.compact(cut, term, [...this.log.configAt(cut).voters]);
     // Now and then the whole state, so storage can forget what came before (durable.ts).
-    if (this.journal.checkpointDue(() => Object.keys(this.store).length + this.log.length)) {
+    if (this.journal.checkpointDue(() => this.storeKeys + this.log.length)) {
       this.journal.checkpoint(this.persistentState());
     }
   }

@@ -30,6 +30,8 @@ export interface SwarmOptions extends SwarmRunOptions {
   downMax: number;
   /** Most nodes at once, joining ones included (membership changes add new nodes). */
   nodesMax: number;
+  /** Overrides the seed's drawn compaction policy (timings.snapshotCatchUpEntries; 0: the old 'interval'). */
+  snapshotCatchUpEntries?: number;
 }
 
 export const defaultSwarmOptions: SwarmOptions = {
@@ -112,7 +114,7 @@ export function swarmProfile(seed: number): SwarmProfile {
   ][timerChoice];
   const latencyMax = timerChoice === 0 ? 30 : 6;
   const lo = r.range(0, latencyMax / 3);
-  return {
+  const profile: SwarmProfile = {
     weights,
     faultGapMs: r.chance(0.5) ? [20, 120] : [50, 300],
     leaderBias: r.next() * 0.8,
@@ -129,6 +131,12 @@ export function swarmProfile(seed: number): SwarmProfile {
       ...timers,
     },
   };
+  // Drawn after every draw above, so the rest of a seed's profile is what it was before this draw
+  // existed: half the seeds compact as before ('interval', 0), half keep entries for answering
+  // followers ('acked', the HTTP default), with tails from one entry (the floor cuts nearly always)
+  // to 1000 (the followers' matches decide).
+  profile.timings.snapshotCatchUpEntries = r.chance(0.5) ? 0 : ([1, 4, 16, 1000][r.int(4)] as number);
+  return profile;
 }
 
 export type VerdictName =
@@ -321,7 +329,10 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       nodeIds: initialIds,
       config: { ...swarmConfig, node_count: o.nodes },
       seed,
-      timings: profile.timings,
+      timings:
+        o.snapshotCatchUpEntries === undefined
+          ? profile.timings
+          : { ...profile.timings, snapshotCatchUpEntries: o.snapshotCatchUpEntries },
       durableFold: raftDurableFold,
       // Events are watched through onEvent only: none kept in memory.
       eventsMax: 0,

@@ -145,6 +145,7 @@ export function onSnapshot(r: Raft, from: NodeId, m: SnapshotRequest, now: numbe
     r.log.install(snap);
     r.journal.checkpoint(r.persistentState());
     r.store = { ...snap.store };
+    r.storeKeys = Object.keys(r.store).length;
     r.commitIndex = snap.lastIncludedIndex;
     r.lastApplied = snap.lastIncludedIndex;
     for (const v of Object.values(snap.store)) r.clock.observe(v.timestamp, now);

@@ -28,6 +28,11 @@ export function checkInvariants(r: RaftState, checked: CheckedVote): void {
   const snapshotIndex = log.snapshotIndex;
   if (snapshotIndex > r.lastApplied) fail(`snapshot ${snapshotIndex} past applied`);
   if (log.firstIndex > snapshotIndex + 1) fail('the retained log starts right after the snapshot');
+  // compaction.ts: what a node keeps of the applied entries is bounded (the catch-up tail, 0 under
+  // the old policy, plus less than one compaction interval).
+  const keptMax = r.timings.snapshotEveryEntries + r.timings.snapshotCatchUpEntries;
+  if (r.lastApplied - snapshotIndex >= keptMax)
+    fail(`applied entries kept past ${keptMax} (snapshot ${snapshotIndex})`);
   const first = log.entryAt(log.firstIndex);
   if (first) {
     if (first.index !== log.firstIndex) fail(`first entry has index ${first.index}, not ${log.firstIndex}`);

@@ -45,6 +45,7 @@ export function appendEntry(r: Raft, body: EntryBody, now: number): LogEntry {
 export function sendAppend(r: Raft, peer: NodeId, now: number): void {
   const pr = r.progress.get(peer);
   if (!pr) return;
+  pr.unanswered++;
   if (pr.next <= r.log.snapshotIndex) {
     if (now - pr.snapshotSentAt >= r.timings.retransmitMs) {
       pr.snapshotSentAt = now;
@@ -102,6 +103,7 @@ function leaderResponse(r: Raft, from: NodeId, term: number, seq: number, now: n
   const pr = r.progress.get(from);
   if (!pr) return undefined;
   pr.lastAckAt = now;
+  pr.unanswered = 0;
   if (seq > pr.ackedSeq) pr.ackedSeq = seq;
   return pr;
 }
@@ -113,15 +115,33 @@ export function onAppendResponse(r: Raft, from: NodeId, m: AppendResponse, now: 
     if (m.matchIndex > pr.match) pr.match = m.matchIndex;
     if (pr.next <= pr.match) pr.next = pr.match + 1;
     maybeCommit(r, now);
-  } else if (m.rejectIndex > pr.match) {
+  } else if (m.rejectIndex > pr.match && !staleRejection(r, pr, m.rejectIndex, now)) {
     // Fast back-off (§5.3): skip the follower's whole conflicting term in one step.
     pr.next = backedOffNext(pr, m, (term) => r.log.lastIndexOfTerm(term));
+    pr.backedOffAt = now;
+    pr.backedOffTo = pr.next;
+    pr.backedOffLast = r.log.lastIndex;
     sendAppend(r, from, now);
   }
   if (r.role === 'leader') {
     if (pr.next > r.log.snapshotIndex && pr.next <= r.log.lastIndex) sendAppend(r, from, now);
     resolveReads(r);
   }
+}
+
+/**
+ * Under snapshotCatchUpEntries > 0 (compaction.ts), where a follower that lost one message is sent
+ * entries rather than a raftSnapshot: each append in flight behind the lost one is refused in turn,
+ * and each refusal would resend the whole gap again. A refusal of an append sent before the last
+ * back-off (one that followed an entry from where that back-off resent up to the leader's last
+ * index then), within retransmitMs of it, is therefore not acted on (etcd's probe state, which
+ * ignores all but the answer to its probe); past retransmitMs any refusal backs off again, so a lost
+ * resend is repaired. Under the old policy every refusal backs off, as before.
+ */
+function staleRejection(r: Raft, pr: Progress, rejectIndex: number, now: number): boolean {
+  if (r.timings.snapshotCatchUpEntries <= 0) return false;
+  const sentBefore = rejectIndex >= pr.backedOffTo && rejectIndex < pr.backedOffLast;
+  return sentBefore && now - pr.backedOffAt < r.timings.retransmitMs;
 }
 
 export function onHeartbeatResponse(r: Raft, from: NodeId, m: HeartbeatResponse, now: number): void {

@@ -15,11 +15,30 @@ export interface Progress {
   ackedSeq: number;
   /** When a raftSnapshot was last sent (-Infinity: none in flight). */
   snapshotSentAt: number;
+  /** Messages sent since its last answer: whether it still holds log compaction (compaction.ts). */
+  unanswered: number;
+  /**
+   * The last back-off after a rejection (etcd's probe): when, the first index it resent, and the
+   * leader's last index then (every append sent before it ended there or earlier).
+   */
+  backedOffAt: number;
+  backedOffTo: number;
+  backedOffLast: number;
 }
 
 /** A follower the leader knows nothing about yet: optimistic nextIndex, no match (§5.3). */
 export function newProgress(lastIndex: number, now: number): Progress {
-  return { next: lastIndex + 1, match: 0, lastAckAt: now, ackedSeq: 0, snapshotSentAt: -Infinity };
+  return {
+    next: lastIndex + 1,
+    match: 0,
+    lastAckAt: now,
+    ackedSeq: 0,
+    snapshotSentAt: -Infinity,
+    unanswered: 0,
+    backedOffAt: -Infinity,
+    backedOffTo: 0,
+    backedOffLast: 0,
+  };
 }
 
 /**

@@ -28,6 +28,8 @@ export interface RaftState {
 
   // Volatile state.
   store: Record<string, Version>;
+  /** Object.keys(store).length: whoever replaces the store sets it. */
+  storeKeys: number;
   commitIndex: number;
   lastApplied: number;
   readonly role: RaftRole;
