@@ -22,6 +22,7 @@ import {
   durableFrameIndex,
   encode,
   encodeClientTransferable,
+  encodeDurable,
   forEachDurableRecord,
   FrameWriter,
   nodeIdOf,
@@ -130,7 +131,7 @@ function flush(): void {
     }
     // No copy: FrameWriter copies every part when it finishes, and msgpackr never writes over the
     // bytes of an earlier encode (it goes on past them, or into a new buffer), like the sends below.
-    const records = encode(from === 0 ? durable : durable.slice(from));
+    const records = encodeDurable(from === 0 ? durable : durable.slice(from));
     w.add(checkpoint ? durableCheckpointFrameIndex : durableFrameIndex, records);
     durable.length = 0;
   }

@@ -3,7 +3,8 @@
  * records over shapes both ends know. What one module instance writes, another (a worker thread's
  * own copy of the module) reads back as plain msgpack would: the hot shapes, shapes outside the
  * list, many shapes in one document, undefined fields. And the durable frame relies on msgpackr
- * never writing over an earlier encode's bytes (node-actor.ts takes no copy of them).
+ * never writing over an earlier encode's bytes (node-actor.ts takes no copy of them). Durable records
+ * (encodeDurable, records over raft's and Version's shapes) read back in another instance too.
  */
 import t from 'tap';
 import { isDeepStrictEqual } from 'node:util';
@@ -102,3 +103,67 @@ t.test("an earlier encode's bytes stay intact while later encodes run (the durab
   });
   t.same(got, sends);
 });
+
+t.test(
+  'durable records (encodeDurable) read back by another module instance, as plain msgpack reads them',
+  async (t) => {
+    const v = (key: string, n: number): Record<string, unknown> => ({
+      key,
+      value: `value-${n}`,
+      tombstone: false,
+      timestamp: 1796565099158000000 + n,
+      node_id: 'n1',
+      version: n,
+      vclock: { n1: n, n3: 1 },
+    });
+    const entry = (index: number): Record<string, unknown> => ({
+      index,
+      term: 2,
+      node_id: 'n1',
+      timestamp: 1796565099158000000 + index,
+      type: 'put',
+      key: 'k',
+      value: 'x'.repeat(130),
+    });
+    // User keys that name a record's fields (kind, index, key, vclock) stay a plain map's keys.
+    const store = { kind: v('kind', 1), index: v('index', 2), key: v('key', 3), vclock: v('vclock', 4) };
+    const records: unknown[] = [
+      { kind: 'checkpoint', state: { term: 2, votedFor: null, log: [], raftSnapshot: { voters: ['n1'], store } } },
+      {
+        kind: 'append',
+        entries: [entry(1), entry(2), { ...entry(3), type: 'batch', entries: [{ key: 'a', value: 'b' }] }],
+      },
+      { kind: 'hard', term: 3, votedFor: 'n2' },
+      { kind: 'truncate', fromIndex: 2 },
+      { kind: 'compact', lastIncludedIndex: 1, lastIncludedTerm: 2 },
+      ['e', 1, 0, 17, 'n1', 'k', null],
+      ['c', 1, 'n1', 3, [v('a', 5), { ...v('b', 6), extra: true }], 1],
+      ['k', 'a', null, ['a', 'x', false, 1, 'n2', 1, { n2: 1 }]],
+    ];
+    // Two documents back to back, as durable storage holds them (the second reuses the first's shapes).
+    const a = actor.encodeDurable(records);
+    const b = actor.encodeDurable(records.slice(1));
+    const buf = new Uint8Array(a.byteLength + b.byteLength);
+    buf.set(a);
+    buf.set(b, a.byteLength);
+    const got: unknown[] = [];
+    other.forEachDurableRecord([buf.buffer], (r) => got.push(r));
+    const want = [...records, ...records.slice(1)].map(plain);
+    t.ok(isDeepStrictEqual(got, want), 'the same records, keys in the same order');
+    t.same(Object.keys((got[0] as { state: { raftSnapshot: { store: object } } }).state.raftSnapshot.store), [
+      'kind',
+      'index',
+      'key',
+      'vclock',
+    ]);
+    // The durable frame takes no copy of encodeDurable's bytes either: later sends' encodes leave them intact.
+    const kept = actor.encodeDurable(records);
+    const copy = Uint8Array.from(kept);
+    for (let i = 0; i < 200; i++) encode({ t: 'append', entries: [entry(i)] });
+    t.same(Buffer.from(kept), Buffer.from(copy), "later encodes did not write over a durable encode's bytes");
+    // Storage written as plain msgpack (an older actor's encode) still reads back.
+    const old: unknown[] = [];
+    other.forEachDurableRecord([Uint8Array.from(encode(records)).buffer], (r) => old.push(r));
+    t.ok(isDeepStrictEqual(old, records.map(plain)));
+  },
+);
