@@ -491,7 +491,7 @@ export class DetCluster {
       if (fold) {
         for (const r of durable) e.durable = fold.fold(e.durable, this.opts.encode ? unpack(pack(r)) : r);
       }
-      durable.length = 0;
+      emptyKeepingStorage(durable);
     }
     if (cause === 'tick' && out.messages.length + out.replies.length + out.events.length > 0) {
       const t = this.begin();
@@ -520,9 +520,9 @@ export class DetCluster {
       if (watched) onEvent(stamped);
       if (keep) this.events.push(stamped);
     }
-    if (out.messages.length !== 0) out.messages.length = 0;
-    if (out.replies.length !== 0) out.replies.length = 0;
-    if (out.events.length !== 0) out.events.length = 0;
+    emptyKeepingStorage(out.messages);
+    emptyKeepingStorage(out.replies);
+    emptyKeepingStorage(out.events);
   }
 
   private record(nodeId: NodeId, r: ClientReply): void {
@@ -561,6 +561,15 @@ export class DetCluster {
     summarizeInto(t, msg);
     t.end();
   }
+}
+
+/**
+ * Empties a list the next drain pushes into again, keeping its storage: `length = 0` drops an
+ * array's backing store and the next push allocates a new one (per drain of every node of a run),
+ * while popping the few entries leaves the store in place.
+ */
+function emptyKeepingStorage(list: unknown[]): void {
+  while (list.length > 0) list.pop();
 }
 
 /**

@@ -481,15 +481,11 @@ export class Fabric<P> {
         this.inFlight--;
         // A partition created while the message was in flight drops it on arrival.
         if (link.blocked) {
-          this.droppedPartition++;
-          link.dropped_partition++;
-          this.onDrop?.(fromId, dst.id, 'dropped_partition', payload);
+          this.dropOnArrival(link, fromId, dst.id, 'dropped_partition', payload);
           continue;
         }
         if (!dst.deliverable && dst.inboxCount >= this.inboxMax) {
-          this.droppedFull++;
-          link.dropped_full++;
-          this.onDrop?.(fromId, dst.id, 'dropped_full', payload);
+          this.dropOnArrival(link, fromId, dst.id, 'dropped_full', payload);
           continue;
         }
         const k = dst.inboxCount++;
@@ -590,6 +586,28 @@ export class Fabric<P> {
         visit(view);
       }
     }
+  }
+
+  /**
+   * A message lost on arrival, counted and reported. A method of its own: the delivery loop, the
+   * hottest code of a run, meets it first on some later seed and would otherwise be thrown away and
+   * compiled again there.
+   */
+  private dropOnArrival(
+    link: Link<P>,
+    from: string,
+    to: string,
+    outcome: 'dropped_partition' | 'dropped_full',
+    payload: P,
+  ): void {
+    if (outcome === 'dropped_partition') {
+      this.droppedPartition++;
+      link.dropped_partition++;
+    } else {
+      this.droppedFull++;
+      link.dropped_full++;
+    }
+    this.onDrop?.(from, to, outcome, payload);
   }
 
   private drop(from: string, to: string, outcome: Exclude<SubmitOutcome, 'queued'>, payload: P): SubmitOutcome {

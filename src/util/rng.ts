@@ -20,6 +20,9 @@ function splitmix32(seed: number): () => number {
 }
 
 export class SeededRng implements Rng {
+  // The four words of state, kept as int32 (`| 0`): small integers to V8, so no field holds a boxed
+  // number. Every step is arithmetic mod 2^32, so the words have the same bits as uint32 ones would,
+  // and u32() gives the same numbers.
   private a: number;
   private b: number;
   private c: number;
@@ -27,21 +30,21 @@ export class SeededRng implements Rng {
 
   constructor(seed: number) {
     const sm = splitmix32(Math.floor(seed) ^ Math.floor(seed / 0x100000000));
-    this.a = sm();
-    this.b = sm();
-    this.c = sm();
-    this.d = sm();
+    this.a = sm() | 0;
+    this.b = sm() | 0;
+    this.c = sm() | 0;
+    this.d = sm() | 0;
     for (let i = 0; i < 12; i++) this.u32();
   }
 
   private u32(): number {
-    const t = (((this.a + this.b) >>> 0) + this.d) >>> 0;
-    this.d = (this.d + 1) >>> 0;
+    const t = (((this.a + this.b) | 0) + this.d) | 0;
+    this.d = (this.d + 1) | 0;
     this.a = this.b ^ (this.b >>> 9);
-    this.b = (this.c + (this.c << 3)) >>> 0;
+    this.b = (this.c + (this.c << 3)) | 0;
     this.c = (this.c << 21) | (this.c >>> 11);
-    this.c = (this.c + t) >>> 0;
-    return t;
+    this.c = (this.c + t) | 0;
+    return t >>> 0;
   }
 
   next(): number {

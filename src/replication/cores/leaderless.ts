@@ -327,7 +327,9 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
   /** Handles the messages this node sent itself during the step (they may send more), then checks. */
   private endStep(): void {
     for (let i = 0; i < this.loopback.length; i++) this.handle(this.id, this.loopback[i] as LeaderlessMessage);
-    if (this.loopback.length !== 0) this.loopback.length = 0;
+    // Popped rather than cut to length 0, which drops the queue's storage.
+    const loopback = this.loopback;
+    while (loopback.length > 0) loopback.pop();
     this.checkInvariants();
     this.coordinator.endStep();
   }

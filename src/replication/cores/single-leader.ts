@@ -60,7 +60,14 @@ import {
   type SingleLeaderMessage,
   type StoreCopyMessage,
 } from './single-leader/messages.js';
-import { applyAck, newProgress, ProgressTable, retransmitIfStalled, type Progress } from './single-leader/progress.js';
+import {
+  applyAck,
+  newProgress,
+  nodeKeyedRecord,
+  ProgressTable,
+  retransmitIfStalled,
+  type Progress,
+} from './single-leader/progress.js';
 import { RetainedLog } from './single-leader/retained-log.js';
 import { settleWaiters, type Waiter } from './single-leader/waiters.js';
 import { invariantBroken } from './invariant-broken.js';
@@ -703,7 +710,7 @@ export class SingleLeaderCore implements NodeCore {
       },
     };
     if (this.isLeader()) {
-      const followers: NonNullable<CoreStatus['followers']> = {};
+      const followers: NonNullable<CoreStatus['followers']> = nodeKeyedRecord();
       for (const [f, p] of this.progress)
         followers[f] = { match_index: p.match, lag_entries: this.lastIndex - p.match, lag_ms: this.lagMs(p, now) };
       s.followers = followers;

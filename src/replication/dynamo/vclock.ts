@@ -73,7 +73,8 @@ const idsB: string[] = [];
  * positive number), as every clock made here is; false otherwise (mergeClocks' general path).
  */
 function canonicalIds(c: VClock, ids: string[]): boolean {
-  ids.length = 0;
+  // Emptied by popping: `length = 0` would drop the list's storage, and the pushes below allocate it again.
+  while (ids.length > 0) ids.pop();
   let prev: string | undefined;
   for (const k in c) {
     const n = c[k];

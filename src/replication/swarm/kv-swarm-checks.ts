@@ -141,6 +141,13 @@ export function ackedVersions(op: KvOp): Version[] {
   return r.result.kind === 'entry' ? [r.result.entry] : r.result.entries;
 }
 
+/** ackedVersions(op)[0], without the list. */
+function firstAcked(op: KvOp): Version | undefined {
+  const r = op.reply;
+  if (!r?.ok) return undefined;
+  return r.result.kind === 'entry' ? r.result.entry : r.result.entries[0];
+}
+
 /**
  * A delete of `key` invoked by `before` (ties count) that may be LWW-newer than `v` (unacknowledged, or acked
  * newer).
@@ -230,16 +237,27 @@ export function checkAcknowledged(
         }
         return view;
       };
+      // The nodes, once: nothing is added or removed during the check.
+      const nodeIds = c.nodeIds();
       for (const w of writes) {
         for (const v of ackedVersions(w)) {
           acked++;
-          for (const id of c.nodeIds()) {
+          for (const id of nodeIds) {
             const view = viewOf(id);
-            const cur = view.store[v.key];
-            const siblings = view.siblings[v.key] ?? [];
-            const clocks = [cur?.vclock ?? {}, ...siblings.map((s) => s.vclock)];
-            if (!clocks.some((k) => descends(k, v.vclock))) {
-              const held = clockText(clocks[0] ?? {});
+            const cur = view.store[v.key]?.vclock ?? {};
+            // Does the node's version, or else one of its siblings (in order), descend the acknowledged clock?
+            let descended = descends(cur, v.vclock);
+            const siblings = view.siblings[v.key];
+            if (!descended && siblings !== undefined) {
+              for (const s of siblings) {
+                if (descends(s.vclock, v.vclock)) {
+                  descended = true;
+                  break;
+                }
+              }
+            }
+            if (!descended) {
+              const held = clockText(cur);
               const what = `no version descends the acknowledged ${clockText(v.vclock)} (holds ${held})`;
               fail('no_lost_ack_write', `${id} ${v.key}: ${what}`);
             }
@@ -305,22 +323,23 @@ export function checkQuorumOverlap(ops: KvOp[], config: ClusterConfig, fail: Fai
     let latest: Version | undefined;
     for (const w of strictWrites) {
       if (w.complete >= rd.invoke || ('key' in w.op && w.op.key !== key)) continue;
-      const v = ackedVersions(w)[0];
+      const v = firstAcked(w);
       if (v && (!latest || lwwNewer(v, latest))) latest = v;
     }
     if (!latest) continue;
     checked++;
     const r = rd.reply;
-    const where = `read of ${key} at ${rd.node} (t=${rd.invoke})`;
+    // Written out only for a failure.
+    const where = (): string => `read of ${key} at ${rd.node} (t=${rd.invoke})`;
     if (r.ok && r.result.kind === 'entry') {
       if (lwwNewer(latest, r.result.entry)) {
         const newer = describe(latest);
         const what = `returned ${describe(r.result.entry)}, older than ${newer} acknowledged before it by W replicas`;
-        fail('quorum_overlap', `${where} ${what}`);
+        fail('quorum_overlap', `${where()} ${what}`);
       }
     } else if (!r.ok && r.code === 'not_found') {
       if (!latest.tombstone && !deleteCouldBeNewer(ops, key, latest, rd.complete)) {
-        fail('quorum_overlap', `${where} found nothing after ${describe(latest)} was acknowledged by W replicas`);
+        fail('quorum_overlap', `${where()} found nothing after ${describe(latest)} was acknowledged by W replicas`);
       }
     }
   }

@@ -24,14 +24,13 @@ import { createMultiLeaderCore, multiLeaderDurableFold } from '../cores/multi-le
 import { createLeaderlessCore, leaderlessDurableFold } from '../cores/leaderless.js';
 import { cloneSingleLeaderPersisted, isSingleLeaderPersisted } from '../cores/single-leader/durable.js';
 import { cloneMultiLeaderPersisted, type MultiLeaderPersisted } from '../cores/multi-leader/durable.js';
-import type { KeyClocks } from '../cores/multi-leader/clock-samples.js';
 import { cloneLeaderlessPersisted, isLeaderlessPersisted } from '../cores/leaderless/durable.js';
 import { compareClocks, descends, mergeClocks, type VClock } from '../dynamo/vclock.js';
 import { lwwCompare } from '../dynamo/version.js';
 import { AssertionFailure, unreachable } from '../../util/assert.js';
-import { hasOwnProperty } from '../../util/own.js';
 import { SeededRng } from '../../util/rng.js';
 import { applyNetworkFault } from './network-faults.js';
+import { cloneData, withDurableStorage, type ClockSampled } from './durable-storage.js';
 import { pickWeighted, startSwarmRun, type SwarmRunOptions } from './swarm-run.js';
 import { kvSwarmTraceLinesMax } from '../limits.js';
 import { lastEntryEpochOf } from '../core.js';
@@ -43,6 +42,8 @@ import {
   sortedJson,
   type KvOp,
 } from './kv-swarm-checks.js';
+
+export { cloneData, withDurableStorage };
 
 export type KvStrategy = 'single_leader' | 'multi_leader' | 'leaderless';
 export const kvStrategies: readonly KvStrategy[] = ['single_leader', 'multi_leader', 'leaderless'];
@@ -225,105 +226,6 @@ export const persistedCloneOf: Record<KvStrategy, (persisted: unknown) => unknow
   leaderless: (p) => (isLeaderlessPersisted(p) ? cloneLeaderlessPersisted(p) : cloneData(p)),
 };
 
-/**
- * The node's storage outside the core, as the live front keeps it: every durable record drained is
- * folded (across incarnations), and persistentState() hands that fold to DetCluster's crash(), so a
- * restart is built from the records alone (these cores have no persistentState() of their own).
- * The restarted core gets a deep copy, so it cannot alias what storage holds: `clone` (cloneData
- * unless the strategy has its own, see persistedCloneOf).
- */
-export function withDurableStorage(
-  factory: CoreFactory,
-  fold: DurableFold,
-  clone: (persisted: unknown) => unknown = cloneData,
-): CoreFactory {
-  return (opts) => {
-    let stored: unknown = opts.persisted;
-    const core = factory(opts.persisted === undefined ? opts : { ...opts, persisted: clone(opts.persisted) });
-    const wrapped: NodeCore = {
-      id: core.id,
-      onClient: (req, now) => core.onClient(req, now),
-      onMessage: (from, msg, now) => core.onMessage(from, msg, now),
-      onTick: (now) => core.onTick(now),
-      nextDeadline: () => core.nextDeadline(),
-      drain: (out) => {
-        const from = out.durable?.length ?? 0;
-        core.drain(out);
-        const records = out.durable ?? [];
-        for (let i = from; i < records.length; i++) stored = fold.fold(stored, records[i]);
-      },
-      control: (cmd, now) => core.control(cmd, now),
-      status: (now) => core.status(now),
-      logView: () => core.logView(),
-      storeView: () => core.storeView(),
-      persistentState: () => stored,
-    };
-    // The single_leader core's `term` (status().term without building the status), passed on when it has one.
-    if ('term' in core) Object.defineProperty(wrapped, 'term', { get: () => (core as { term: number }).term });
-    // The multi_leader core's clockSamples() (what its views show of the clocks), passed on likewise.
-    const sampled = core as NodeCore & ClockSampled;
-    if (typeof sampled.clockSamples === 'function') {
-      (wrapped as NodeCore & ClockSampled).clockSamples = () => sampled.clockSamples?.();
-    }
-    return wrapped;
-  };
-}
-
-/** Thrown inside clonePlain when a value is not plain data: cloneData falls back to structuredClone. */
-const notPlain = new Error('not plain data');
-
-/**
- * structuredClone(x), done in JavaScript for the plain data a durable fold holds: primitives, plain
- * objects, dense arrays and Maps, shared references and cycles kept as they are. Anything else (a
- * class instance, a Set, a typed array, a hole, a `__proto__` key) is left to structuredClone for the
- * whole value. The same result, several times cheaper on a node's log of a few hundred entries, and a
- * restart happens on most seeds.
- */
-export function cloneData<T>(x: T): T {
-  try {
-    return clonePlain(x, new Map()) as T;
-  } catch (err) {
-    if (err !== notPlain) throw err;
-    return structuredClone(x);
-  }
-}
-
-function clonePlain(x: unknown, seen: Map<object, unknown>): unknown {
-  if (typeof x !== 'object' || x === null) {
-    if (typeof x === 'function' || typeof x === 'symbol') throw notPlain;
-    return x;
-  }
-  const done = seen.get(x);
-  if (done !== undefined) return done;
-  const proto = Object.getPrototypeOf(x) as unknown;
-  if (proto === Array.prototype) {
-    const a = x as unknown[];
-    const out: unknown[] = [];
-    seen.set(x, out);
-    for (let i = 0; i < a.length; i++) {
-      if (!(i in a)) throw notPlain;
-      out.push(clonePlain(a[i], seen));
-    }
-    return out;
-  }
-  if (proto === Map.prototype) {
-    const out = new Map<unknown, unknown>();
-    seen.set(x, out);
-    for (const [k, v] of x as Map<unknown, unknown>) out.set(clonePlain(k, seen), clonePlain(v, seen));
-    return out;
-  }
-  if (proto !== Object.prototype) throw notPlain;
-  const o = x as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  seen.set(x, out);
-  for (const k in o) {
-    if (!hasOwnProperty.call(o, k)) continue;
-    if (k === '__proto__') throw notPlain;
-    out[k] = clonePlain(o[k], seen);
-  }
-  return out;
-}
-
 /** What a node restarted from `fold` would serve: key -> the version a read there returns (tombstones included). */
 export function servedFromFold(strategy: KvStrategy, fold: unknown): Record<string, Version> {
   const out: Record<string, Version> = {};
@@ -350,11 +252,6 @@ export function servedFromFold(strategy: KvStrategy, fold: unknown): Record<stri
 
 /** status().extra.siblings of a multi_leader node (vector_clock resolver). */
 type SiblingsView = Record<string, Array<{ vclock: VClock }>>;
-
-/** A core that shows its keys' clocks without building its views (the multi_leader core). */
-interface ClockSampled {
-  clockSamples?: () => KeyClocks[] | undefined;
-}
 
 interface ClientState {
   name: string;
@@ -467,8 +364,13 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     }
   };
 
-  /** multi_leader: per `${node}|${key}`, the join of the clocks the node knew at the last sample. */
-  const lastJoin = new Map<string, VClock>();
+  /** multi_leader: per node, then key, the join of the clocks the node knew at the last sample. */
+  const lastJoins = new Map<NodeId, Map<string, VClock>>();
+  const lastJoinsOf = (node: NodeId): Map<string, VClock> => {
+    let joins = lastJoins.get(node);
+    if (joins === undefined) lastJoins.set(node, (joins = new Map()));
+    return joins;
+  };
 
   // ---- clients
   const ops: KvOp[] = [];
@@ -479,6 +381,8 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     nextIssueAt: start + rng.range(0, 50),
   }));
   let issued = 0;
+  /** The keys' names, k0, k1, ..., built once. */
+  const keyNames = Array.from({ length: profile.keys }, (_, i) => `k${i}`);
   const finish = (cl: ClientState, reply: ClientReply | undefined, at: number): void => {
     const req = cl.req;
     if (!req) return;
@@ -495,8 +399,9 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     if (reply?.ok && strategy === 'multi_leader' && req.op.op !== 'read') {
       // A local write has seen everything its node knew of the key: its clock dominates the last sample.
       const versions = reply.result.kind === 'entry' ? [reply.result.entry] : reply.result.entries;
+      const joins = lastJoins.get(req.node);
       for (const v of versions) {
-        const prev = lastJoin.get(`${req.node}|${v.key}`);
+        const prev = joins?.get(v.key);
         if (prev && compareClocks(v.vclock, prev) !== 'after') {
           const what = `a local write's clock ${clockText(v.vclock)} does not dominate what it knew ${clockText(prev)}`;
           fail('vclock_sanity', `${req.node} ${v.key}: ${what}`);
@@ -512,7 +417,8 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
   const issue = (cl: ClientState): void => {
     issued++;
     cl.seq++;
-    const key = `k${rng.int(profile.keys)}`;
+    const k = rng.int(profile.keys);
+    const key = keyNames[k] as string;
     const value = `${cl.name}-${cl.seq}`;
     const roll = rng.next();
     const op: ClientOp =
@@ -526,7 +432,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
                 op: 'batch',
                 entries: [
                   { key, value },
-                  { key: `k${(Number(key.slice(1)) + 1) % profile.keys}`, value: `${value}b` },
+                  { key: keyNames[(k + 1) % profile.keys] as string, value: `${value}b` },
                 ],
               };
     // Writes go to the leader the client knows (single_leader); a stray share tests not_leader.
@@ -536,6 +442,11 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     cl.req = { id, op, invoke: c.now, node };
     const immediate = c.reply(id);
     if (immediate) finish(cl, immediate, c.now);
+  };
+  // A call, not the store itself, in the run's loop: the first seed of a process that reaches opsMax
+  // would otherwise throw away the loop's optimised code (a store the code had never seen).
+  const stopIssuing = (cl: ClientState): void => {
+    cl.nextIssueAt = Infinity;
   };
   const pollReplies = (): void => {
     for (const cl of clients) {
@@ -552,17 +463,18 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     for (const id of ids) {
       if (c.state(id) === 'offline') continue;
       const core = c.core(id);
+      const joins = lastJoinsOf(id);
       const samples = (core as NodeCore & ClockSampled).clockSamples?.();
       if (samples !== undefined) {
         // The same clocks, in the same order, as the views below give.
         for (const { key, winner, siblings } of samples) {
           let join: VClock = winner;
           if (siblings !== undefined) for (const s of siblings) join = mergeClocks(join, s);
-          const prev = lastJoin.get(`${id}|${key}`);
+          const prev = joins.get(key);
           if (prev && !descends(join, prev)) {
             fail('vclock_sanity', `${id} ${key}: clock went from ${clockText(prev)} to ${clockText(join)}`);
           }
-          lastJoin.set(`${id}|${key}`, join);
+          joins.set(key, join);
         }
         continue;
       }
@@ -571,11 +483,11 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
       for (const [key, v] of Object.entries(store)) {
         let join: VClock = v.vclock;
         for (const s of siblings[key] ?? []) join = mergeClocks(join, s.vclock);
-        const prev = lastJoin.get(`${id}|${key}`);
+        const prev = joins.get(key);
         if (prev && !descends(join, prev)) {
           fail('vclock_sanity', `${id} ${key}: clock went from ${clockText(prev)} to ${clockText(join)}`);
         }
-        lastJoin.set(`${id}|${key}`, join);
+        joins.set(key, join);
       }
     }
     for (const e of conflictEvents.splice(0)) {
@@ -690,7 +602,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
         if (cl.req && now >= cl.req.invoke + o.clientGiveUpMs) finish(cl, undefined, now);
         else if (!cl.req && now >= cl.nextIssueAt) {
           if (issued < o.opsMax) issue(cl);
-          else cl.nextIssueAt = Infinity;
+          else stopIssuing(cl);
         }
       }
     }

@@ -144,7 +144,9 @@ export class Coordinator {
 
   /** The step is over: forget which requests it touched (bookkeeping kept out of checkInvariants). */
   endStep(): void {
-    if (this.touched.length !== 0) this.touched.length = 0;
+    // Popped rather than cut to length 0, which drops the list's storage (the next step's push allocates it again).
+    const touched = this.touched;
+    while (touched.length > 0) touched.pop();
   }
 
   /**

@@ -18,7 +18,10 @@ export interface KeyClocks {
 
 /** An own property of a plain object that is ordered or set apart from the rest (an index, __proto__). */
 function specialKey(key: string): boolean {
-  return key === '__proto__' || /^(?:0|[1-9]\d*)$/.test(key);
+  if (key === '__proto__') return true;
+  // Only a key that starts with a digit can be an index: the pattern is tried on those alone.
+  const first = key.charCodeAt(0);
+  return first >= 48 && first <= 57 && /^(?:0|[1-9]\d*)$/.test(key);
 }
 
 /**
@@ -37,7 +40,13 @@ export function clockSamples(keys: ReadonlyMap<string, KeyState>): KeyClocks[] |
       siblingKeys++;
       if (siblingKeys <= multiLeaderSiblingKeysShownMax) siblings = keyState.versions.map((v) => v.vclock);
     }
-    out.push({ key, winner: winnerOf(keyState).vclock, siblings });
+    // Placed in key order as it comes (a node holds a handful of keys): the order a sort by key gives
+    // (keys are distinct), without the sort's scratch copy on every sample.
+    const sample: KeyClocks = { key, winner: winnerOf(keyState).vclock, siblings };
+    let i = out.length;
+    out.push(sample);
+    for (; i > 0 && (out[i - 1] as KeyClocks).key > key; i--) out[i] = out[i - 1] as KeyClocks;
+    out[i] = sample;
   }
-  return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return out;
 }

@@ -118,3 +118,20 @@ export class ProgressTable {
     return this.map[Symbol.iterator]();
   }
 }
+
+/**
+ * An empty plain object for entries keyed by node id (status().followers), kept off the hidden-class
+ * path that `{}` takes as node ids are stored into it. A version's one-entry clock (durable.ts
+ * versionOf: `{}`, then its writer's id) takes that path too, so a follower object stored under `n2`
+ * there turned the clock's small-integer field into a tagged one and threw away the optimised code
+ * of everything that builds or reads versions, on a leader's first status() of a run. Observably the
+ * same object: no own properties, Object.prototype; entries keep the order they were stored in.
+ */
+export function nodeKeyedRecord<T>(): Record<NodeId, T> {
+  // Deleting a property that is not the last one leaves the object in dictionary mode, which has no
+  // hidden class to share.
+  const r: Record<string, unknown> = { _detached: 0, _empty: 0 };
+  delete r['_detached'];
+  delete r['_empty'];
+  return r as Record<NodeId, T>;
+}
