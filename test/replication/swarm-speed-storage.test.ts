@@ -164,6 +164,16 @@ t.test('clockSamples lists the keys in sorted order, whatever order they were se
     [...keys.keys()].sort(),
   );
   t.same(samples[0]?.winner, { n1: 2 }, 'each key with its own clock');
+  const many = new Map<string, KeyState>();
+  for (let i = 0; i < 1000; i++) {
+    const key = `k${(i * 7919) % 1000}`;
+    many.set(key, { versions: [v(key, i + 1)], parked: null } as unknown as KeyState);
+  }
+  t.same(
+    (clockSamples(many) ?? []).map((s) => s.key),
+    [...many.keys()].sort(),
+    'past the insertion threshold (1,000 keys) the same order, sorted once',
+  );
   keys.set('7', { versions: [v('7', 9)], parked: null } as unknown as KeyState);
   t.equal(clockSamples(keys), undefined, 'an index-like key: the views order it apart');
 });

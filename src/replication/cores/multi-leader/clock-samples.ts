@@ -40,13 +40,22 @@ export function clockSamples(keys: ReadonlyMap<string, KeyState>): KeyClocks[] |
       siblingKeys++;
       if (siblingKeys <= multiLeaderSiblingKeysShownMax) siblings = keyState.versions.map((v) => v.vclock);
     }
-    // Placed in key order as it comes (a node holds a handful of keys): the order a sort by key gives
-    // (keys are distinct), without the sort's scratch copy on every sample.
+    // A handful of keys (the swarm's nodes) are placed in key order as they come: the order a sort by
+    // key gives (keys are distinct), without the sort's scratch copy on every sample. Past
+    // insertionKeysMax keys the list is sorted once at the end instead (insertion is quadratic).
     const sample: KeyClocks = { key, winner: winnerOf(keyState).vclock, siblings };
     let i = out.length;
     out.push(sample);
+    if (i >= insertionKeysMax) continue;
     for (; i > 0 && (out[i - 1] as KeyClocks).key > key; i--) out[i] = out[i - 1] as KeyClocks;
     out[i] = sample;
   }
-  return out;
+  return out.length > insertionKeysMax ? out.sort(byKey) : out;
+}
+
+/** Keys placed in order one by one; a longer list is sorted once (clockSamples). */
+const insertionKeysMax = 32;
+
+function byKey(a: KeyClocks, b: KeyClocks): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
