@@ -23,6 +23,20 @@ export function encode(value: unknown): Uint8Array {
   return packr.pack(value);
 }
 
+/**
+ * encode() with msgpack's smallest map headers (fixmap, not map16): the same values, read by any
+ * decoder and by the fabric's link stats. msgpackr reads the keys of a document under 180 bytes
+ * through its key cache and decodes every key string of a longer one, so a message just over 180
+ * bytes with map16 headers decodes faster this way (leaderless's put for a 1-key write: 182 -> 176
+ * bytes; decoding 1.9 -> 1.3 us, encoding 0.72 -> 0.78 us, msgpackr alone). The node actor uses it
+ * for leaderless peer messages.
+ */
+const compactPackr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true });
+
+export function encodeCompact(value: unknown): Uint8Array {
+  return compactPackr.pack(value);
+}
+
 export function decode<T = unknown>(bytes: Uint8Array): T {
   return packr.unpack(bytes) as T;
 }

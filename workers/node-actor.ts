@@ -22,6 +22,7 @@ import {
   durableFrameIndex,
   encode,
   encodeClientTransferable,
+  encodeCompact,
   encodeDurable,
   forEachDurableRecord,
   FrameWriter,
@@ -100,6 +101,8 @@ const core = strategy.factory({
   ...(persisted !== undefined ? { persisted } : {}),
 });
 const out: CoreOutput = { messages: [], replies: [], events: [], durable: [] };
+/** Leaderless peer messages with fixmap headers (encodeCompact: its put sat just past msgpackr's key cache). */
+const encodePeer = init.core.config.strategy === 'leaderless' ? encodeCompact : encode;
 const durable = out.durable as unknown[];
 let paused = false;
 let eventsEnabled = init.eventsEnabled;
@@ -139,7 +142,7 @@ function flush(): void {
     if (stepParent !== undefined) {
       const replicate = startSpan('node.replicate', stepParent, { node: core.id, messages: out.messages.length });
       const tp = replicate?.traceparent();
-      for (const m of out.messages) w.add(nodeIndex(m.to), encode(m.msg), tp);
+      for (const m of out.messages) w.add(nodeIndex(m.to), encodePeer(m.msg), tp);
       replicate?.end();
     } else {
       // A core that sends one message object to several peers (a write to every replica) has it
@@ -149,7 +152,7 @@ function flush(): void {
       for (const m of out.messages) {
         if (m.msg !== last || lastBytes === undefined) {
           last = m.msg;
-          lastBytes = encode(m.msg);
+          lastBytes = encodePeer(m.msg);
         }
         w.add(nodeIndex(m.to), lastBytes);
       }
