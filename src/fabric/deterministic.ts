@@ -49,6 +49,7 @@ import { SeededRng, type Rng } from '../util/rng.js';
 import { AssertionFailure, invariant } from '../util/assert.js';
 import { Fabric } from './fabric.js';
 import { hasOwnProperty } from '../util/own.js';
+import { emptyKeepingStorage } from '../util/out-list.js';
 import { summarizeInto, TraceLog } from './trace-log.js';
 
 export const defaultStartTimeMs = 1_700_000_000_000;
@@ -561,15 +562,6 @@ export class DetCluster {
     summarizeInto(t, msg);
     t.end();
   }
-}
-
-/**
- * Empties a list the next drain pushes into again, keeping its storage: `length = 0` drops an
- * array's backing store and the next push allocates a new one (per drain of every node of a run),
- * while popping the few entries leaves the store in place.
- */
-function emptyKeepingStorage(list: unknown[]): void {
-  while (list.length > 0) list.pop();
 }
 
 /**

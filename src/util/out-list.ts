@@ -7,6 +7,14 @@
  */
 import type { ClientReply, CoreEvent, CoreOutput, OutMessage } from '../../protocol/core.js';
 
+/**
+ * Empties a list that is pushed into again, keeping its storage: `length = 0` drops an array's
+ * backing store and the next push allocates a new one, while popping the few entries leaves it.
+ */
+export function emptyKeepingStorage(list: unknown[]): void {
+  while (list.length > 0) list.pop();
+}
+
 /** A list that only grows at its end and is handed over whole. */
 export class OutList<T> {
   private readonly items: Array<T | undefined> = [];

@@ -65,7 +65,7 @@ import {
   repairOverBudgetFactorMax,
 } from '../limits.js';
 import { invariant, unreachable } from '../../util/assert.js';
-import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
+import { drainOutbox, emptyKeepingStorage, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
 import { aeAnswer, aePlan, aeRoot } from '../dynamo/anti-entropy.js';
 import { PhiAccrualDetector, defaultPhiOptions } from '../dynamo/phi.js';
 import { ringFor, type HashRing } from '../dynamo/ring.js';
@@ -327,9 +327,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
   /** Handles the messages this node sent itself during the step (they may send more), then checks. */
   private endStep(): void {
     for (let i = 0; i < this.loopback.length; i++) this.handle(this.id, this.loopback[i] as LeaderlessMessage);
-    // Popped rather than cut to length 0, which drops the queue's storage.
-    const loopback = this.loopback;
-    while (loopback.length > 0) loopback.pop();
+    emptyKeepingStorage(this.loopback);
     this.checkInvariants();
     this.coordinator.endStep();
   }

@@ -7,6 +7,7 @@
 import type { NodeId } from '../core.js';
 import { invariant } from '../../util/assert.js';
 import { hasOwnProperty } from '../../util/own.js';
+import { emptyKeepingStorage } from '../../util/out-list.js';
 
 export type VClock = Readonly<Record<NodeId, number>>;
 
@@ -73,8 +74,7 @@ const idsB: string[] = [];
  * positive number), as every clock made here is; false otherwise (mergeClocks' general path).
  */
 function canonicalIds(c: VClock, ids: string[]): boolean {
-  // Emptied by popping: `length = 0` would drop the list's storage, and the pushes below allocate it again.
-  while (ids.length > 0) ids.pop();
+  emptyKeepingStorage(ids);
   let prev: string | undefined;
   for (const k in c) {
     const n = c[k];

@@ -371,6 +371,14 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
     if (joins === undefined) lastJoins.set(node, (joins = new Map()));
     return joins;
   };
+  /** A node's clocks of a key never go back: the join now descends the last one seen, which it replaces. */
+  const observeJoin = (id: NodeId, joins: Map<string, VClock>, key: string, join: VClock): void => {
+    const prev = joins.get(key);
+    if (prev && !descends(join, prev)) {
+      fail('vclock_sanity', `${id} ${key}: clock went from ${clockText(prev)} to ${clockText(join)}`);
+    }
+    joins.set(key, join);
+  };
 
   // ---- clients
   const ops: KvOp[] = [];
@@ -470,11 +478,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
         for (const { key, winner, siblings } of samples) {
           let join: VClock = winner;
           if (siblings !== undefined) for (const s of siblings) join = mergeClocks(join, s);
-          const prev = joins.get(key);
-          if (prev && !descends(join, prev)) {
-            fail('vclock_sanity', `${id} ${key}: clock went from ${clockText(prev)} to ${clockText(join)}`);
-          }
-          joins.set(key, join);
+          observeJoin(id, joins, key, join);
         }
         continue;
       }
@@ -483,11 +487,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
       for (const [key, v] of Object.entries(store)) {
         let join: VClock = v.vclock;
         for (const s of siblings[key] ?? []) join = mergeClocks(join, s.vclock);
-        const prev = joins.get(key);
-        if (prev && !descends(join, prev)) {
-          fail('vclock_sanity', `${id} ${key}: clock went from ${clockText(prev)} to ${clockText(join)}`);
-        }
-        joins.set(key, join);
+        observeJoin(id, joins, key, join);
       }
     }
     for (const e of conflictEvents.splice(0)) {

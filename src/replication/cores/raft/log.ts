@@ -161,9 +161,7 @@ export class RaftLog {
    * (of `term` there, with configuration `voters`); its store is built when it is next read.
    */
   compact(index: number, term: number, voters: NodeId[]): void {
-    invariant(index <= this.lastIndex, 'cannot compact past the last index');
-    invariant(index >= this.snapIndex, 'snapshots only move forward');
-    invariant(this.termAt(index) === term, 'snapshot term must match the log');
+    this.checkCut(index, term);
     const k = index - this.snapIndex;
     for (let i = 0; i < k; i++) this.folded.push(this.entries[i] as LogEntry);
     this.entries = this.entries.slice(k);
@@ -190,11 +188,16 @@ export class RaftLog {
 
   /** Replaces the raftSnapshot and the entries up to it by `snap` (an install, journalled by the core). */
   private compactQuietly(snap: RaftSnapshot): void {
-    invariant(snap.lastIncludedIndex <= this.lastIndex, 'cannot compact past the last index');
-    invariant(snap.lastIncludedIndex >= this.snapIndex, 'snapshots only move forward');
-    invariant(this.termAt(snap.lastIncludedIndex) === snap.lastIncludedTerm, 'snapshot term must match the log');
+    this.checkCut(snap.lastIncludedIndex, snap.lastIncludedTerm);
     this.entries = this.entries.slice(snap.lastIncludedIndex - this.snapIndex);
     this.replaceSnapshot(snap);
+  }
+
+  /** A compaction up to `index` (of `term` there) keeps to the log we hold and moves forward. */
+  private checkCut(index: number, term: number): void {
+    invariant(index <= this.lastIndex, 'cannot compact past the last index');
+    invariant(index >= this.snapIndex, 'snapshots only move forward');
+    invariant(this.termAt(index) === term, 'snapshot term must match the log');
   }
 
   private replaceSnapshot(snap: RaftSnapshot): void {
