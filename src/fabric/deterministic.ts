@@ -151,7 +151,11 @@ export class DetCluster {
     this.eventTypes = opts.onEventTypes ? new Set(opts.onEventTypes) : undefined;
     this.rng = new SeededRng(opts.seed);
     this.fabric = new Fabric<unknown>({ rng: this.rng.fork(), ...opts.fabric });
-    this.fabric.onDrop = (from, to, outcome) => {
+    // Through a local, not `this.fabric.onDrop = (...) => ...`: V8 allocates a function literal assigned straight
+    // to a property in the old generation (it expects a method), and that old closure then holds this cluster's
+    // context, so every scavenge until the next full GC copied the whole finished cluster (a swarm builds one
+    // per seed).
+    const onDrop = (from: string, to: string, outcome: string): void => {
       const t = this.begin();
       t.str(from);
       t.str('->');
@@ -160,6 +164,7 @@ export class DetCluster {
       t.str(outcome);
       t.end();
     };
+    this.fabric.onDrop = onDrop;
     this.order = [...opts.nodeIds];
     for (const id of this.order) this.fabric.addNode(id);
     // Fork every core's rng before building any core, in node order, so construction order cannot matter.

@@ -67,7 +67,9 @@ export function withDurableStorage(
     // The multi_leader core's clockSamples() (what its views show of the clocks), passed on likewise.
     const sampled = core as NodeCore & ClockSampled;
     if (typeof sampled.clockSamples === 'function') {
-      (wrapped as NodeCore & ClockSampled).clockSamples = () => sampled.clockSamples?.();
+      // Through a local: a function literal assigned straight to a property is allocated old (see DetCluster's onDrop).
+      const clockSamples = (): ReturnType<NonNullable<ClockSampled['clockSamples']>> => sampled.clockSamples?.();
+      (wrapped as NodeCore & ClockSampled).clockSamples = clockSamples;
     }
     return wrapped;
   };
