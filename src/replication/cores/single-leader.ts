@@ -18,7 +18,8 @@
  * checkInvariants() runs after every input (raft.ts's shape). The wire is in single-leader/messages.ts,
  * the durable records and their fold in single-leader/durable.ts, the retained log and its compaction
  * in single-leader/retained-log.ts, what the leader knows of each follower in single-leader/progress.ts,
- * the writes waiting for follower acks in single-leader/waiters.ts, the limits in ../limits.ts.
+ * the writes waiting for follower acks in single-leader/waiters.ts, the object a runtime holds
+ * (createSingleLeaderCore) in single-leader/node.ts, the limits in ../limits.ts.
  */
 import { invariant } from '../../util/assert.js';
 import { drainOutbox, newCoreOutbox, type CoreOutbox } from '../../util/out-list.js';
@@ -68,6 +69,7 @@ import {
   retransmitIfStalled,
   type Progress,
 } from './single-leader/progress.js';
+import { SingleLeaderNode } from './single-leader/node.js';
 import { RetainedLog } from './single-leader/retained-log.js';
 import { settleWaiters, type Waiter } from './single-leader/waiters.js';
 import { invariantBroken } from './invariant-broken.js';
@@ -753,35 +755,9 @@ export class SingleLeaderCore implements NodeCore {
   }
 }
 
-/** The factory wraps the core so every input also records the time drain() stamps sends with. */
+/** The core wrapped so every input also records the time drain() stamps sends with (single-leader/node.ts). */
 export function createSingleLeaderCore(opts: CoreOptions): NodeCore & { readonly term: number } {
   const core = new SingleLeaderCore(opts);
   core.observeTime(opts.now);
-  return {
-    id: core.id,
-    get term() {
-      return core.term;
-    },
-    onClient: (req, now) => {
-      core.observeTime(now);
-      core.onClient(req, now);
-    },
-    onMessage: (from, msg, now) => {
-      core.observeTime(now);
-      core.onMessage(from, msg, now);
-    },
-    onTick: (now) => {
-      core.observeTime(now);
-      core.onTick(now);
-    },
-    nextDeadline: () => core.nextDeadline(),
-    drain: (out) => core.drain(out),
-    control: (cmd, now) => {
-      core.observeTime(now);
-      return core.control(cmd, now);
-    },
-    status: (now) => core.status(now),
-    logView: () => core.logView(),
-    storeView: () => core.storeView(),
-  };
+  return new SingleLeaderNode(core);
 }

@@ -3,7 +3,19 @@
  * the durable records a core drains are folded as the live front folds them, a restart is built
  * from that fold alone, and the restarted core gets its own deep copy of it (cloneData).
  */
-import type { CoreFactory, CoreOptions, DurableFold, NodeCore } from '../core.js';
+import type {
+  ClientRequest,
+  ControlCommand,
+  ControlResult,
+  CoreFactory,
+  CoreOptions,
+  CoreOutput,
+  CoreStatus,
+  DurableFold,
+  NodeCore,
+  NodeId,
+  Version,
+} from '../core.js';
 import type { KeyClocks } from '../cores/multi-leader/clock-samples.js';
 import { hasOwnProperty } from '../../util/own.js';
 
@@ -30,49 +42,93 @@ export function withDurableStorage(
   fold: DurableFold,
   clone: (persisted: unknown) => unknown = cloneData,
 ): CoreFactory {
-  return (opts) => {
-    let stored: unknown = opts.persisted;
-    /** Records drained and not folded yet, oldest first (from the last checkpoint on, when one came). */
-    const pending: unknown[] = [];
-    const core = factory(opts.persisted === undefined ? opts : withPersisted(opts, clone(opts.persisted)));
-    const wrapped: NodeCore = {
-      id: core.id,
-      onClient: (req, now) => core.onClient(req, now),
-      onMessage: (from, msg, now) => core.onMessage(from, msg, now),
-      onTick: (now) => core.onTick(now),
-      nextDeadline: () => core.nextDeadline(),
-      drain: (out) => {
-        const from = out.durable?.length ?? 0;
-        core.drain(out);
-        const records = out.durable;
-        if (records === undefined) return;
-        for (let i = from; i < records.length; i++) {
-          const record = records[i];
-          if (fold.isCheckpoint(record)) pending.length = 0;
-          pending.push(record);
-        }
-      },
-      control: (cmd, now) => core.control(cmd, now),
-      status: (now) => core.status(now),
-      logView: () => core.logView(),
-      storeView: () => core.storeView(),
-      persistentState: () => {
-        for (let i = 0; i < pending.length; i++) stored = fold.fold(stored, pending[i]);
-        pending.length = 0;
-        return stored;
-      },
-    };
-    // The single_leader core's `term` (status().term without building the status), passed on when it has one.
-    if ('term' in core) Object.defineProperty(wrapped, 'term', { get: () => (core as { term: number }).term });
-    // The multi_leader core's clockSamples() (what its views show of the clocks), passed on likewise.
-    const sampled = core as NodeCore & ClockSampled;
-    if (typeof sampled.clockSamples === 'function') {
-      // Through a local: a function literal assigned straight to a property is allocated old (see DetCluster's onDrop).
-      const clockSamples = (): ReturnType<NonNullable<ClockSampled['clockSamples']>> => sampled.clockSamples?.();
-      (wrapped as NodeCore & ClockSampled).clockSamples = clockSamples;
+  return (opts) =>
+    new StoredCore(
+      factory(opts.persisted === undefined ? opts : withPersisted(opts, clone(opts.persisted))),
+      fold,
+      opts.persisted,
+    );
+}
+
+/**
+ * A core and its storage (withDurableStorage). A class rather than an object literal of closures with
+ * `term` and `clockSamples` stored into it afterwards: V8 kept such an object (and the core, its
+ * records and the run around it) alive through young-generation GCs after the run dropped it, until
+ * a full GC, so every finished swarm seed was promoted. `term` is undefined and clockSamples()
+ * returns undefined for a core that has none (every reader treats both as absent).
+ */
+class StoredCore implements NodeCore, ClockSampled {
+  readonly id: NodeId;
+  /** Records drained and not folded yet, oldest first (from the last checkpoint on, when one came). */
+  private readonly pending: unknown[] = [];
+
+  constructor(
+    private readonly core: NodeCore & ClockSampled & { readonly term?: number },
+    private readonly fold: DurableFold,
+    private stored: unknown,
+  ) {
+    this.id = core.id;
+  }
+
+  /** The single_leader core's `term` (status().term without building the status), passed on. */
+  get term(): number | undefined {
+    return this.core.term;
+  }
+
+  /** The multi_leader core's clockSamples() (what its views show of the clocks), passed on. */
+  clockSamples(): KeyClocks[] | undefined {
+    return this.core.clockSamples?.();
+  }
+
+  onClient(req: ClientRequest, now: number): void {
+    this.core.onClient(req, now);
+  }
+
+  onMessage(from: NodeId, msg: unknown, now: number): void {
+    this.core.onMessage(from, msg, now);
+  }
+
+  onTick(now: number): void {
+    this.core.onTick(now);
+  }
+
+  nextDeadline(): number {
+    return this.core.nextDeadline();
+  }
+
+  drain(out: CoreOutput): void {
+    const from = out.durable?.length ?? 0;
+    this.core.drain(out);
+    const records = out.durable;
+    if (records === undefined) return;
+    for (let i = from; i < records.length; i++) {
+      const record = records[i];
+      if (this.fold.isCheckpoint(record)) this.pending.length = 0;
+      this.pending.push(record);
     }
-    return wrapped;
-  };
+  }
+
+  control(cmd: ControlCommand, now: number): ControlResult {
+    return this.core.control(cmd, now);
+  }
+
+  status(now: number): CoreStatus {
+    return this.core.status(now);
+  }
+
+  logView(): unknown[] {
+    return this.core.logView();
+  }
+
+  storeView(): Record<string, Version> {
+    return this.core.storeView();
+  }
+
+  persistentState(): unknown {
+    for (let i = 0; i < this.pending.length; i++) this.stored = this.fold.fold(this.stored, this.pending[i]);
+    this.pending.length = 0;
+    return this.stored;
+  }
 }
 
 /**

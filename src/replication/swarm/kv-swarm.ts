@@ -31,7 +31,7 @@ import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng } from '../../util/rng.js';
 import { applyNetworkFault } from './network-faults.js';
 import { cloneData, withDurableStorage, type ClockSampled } from './durable-storage.js';
-import { pickWeighted, startSwarmRun, type SwarmRunOptions } from './swarm-run.js';
+import { pickWeighted, startSwarmRun, withLazyTrace, type SwarmRunOptions } from './swarm-run.js';
 import { kvSwarmTraceLinesMax } from '../limits.js';
 import { lastEntryEpochOf } from '../core.js';
 import {
@@ -659,7 +659,7 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
   const verdicts = {} as Record<KvVerdict, boolean>;
   for (const v of kvVerdicts) verdicts[v] = !failed.has(v);
   const readTrace = run.readTrace;
-  return {
+  const result = {
     strategy,
     seed,
     ok: failed.size === 0,
@@ -677,11 +677,9 @@ export function runKvSwarm(strategy: KvStrategy, seed: number, options: Partial<
       messages: c.fabric.stats().submitted,
       convergeMs,
     },
-    // Built only when read: a window of seeds never reads it.
-    get trace(): string[] {
-      return readTrace();
-    },
   };
+  // Built only when read: a window of seeds never reads it.
+  return withLazyTrace(result, readTrace);
 }
 
 /** The command that replays one seed. */

@@ -19,7 +19,7 @@ import { AssertionFailure, unreachable } from '../../util/assert.js';
 import { SeededRng } from '../../util/rng.js';
 import { checkRegisterHistory, describeRegisterOp, type RegisterOp } from './register-lincheck.js';
 import { applyNetworkFault } from './network-faults.js';
-import { pickWeighted, startSwarmRun, type SwarmRunOptions } from './swarm-run.js';
+import { pickWeighted, startSwarmRun, withLazyTrace, type SwarmRunOptions } from './swarm-run.js';
 
 /** A raft run's options: the shared ones (swarm-run.ts) and the cluster's size and liveness bounds. */
 export interface SwarmOptions extends SwarmRunOptions {
@@ -783,7 +783,7 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
   };
   const stats = c.fabric.stats();
   const readTrace = run.readTrace;
-  return {
+  const result = {
     seed,
     ok: checker.failed.size === 0,
     traceHash: c.traceHash(),
@@ -805,11 +805,9 @@ export function runRaftSwarm(seed: number, options: Partial<SwarmOptions> = {}):
       livenessMs,
     },
     history,
-    // Built only when read: a window of seeds never reads it.
-    get trace(): string[] {
-      return readTrace();
-    },
   };
+  // Built only when read: a window of seeds never reads it.
+  return withLazyTrace(result, readTrace);
 }
 
 function sortKeys<T>(o: Record<string, T>): Array<[string, T]> {

@@ -79,3 +79,25 @@ export function pickWeighted<K extends string>(
   }
   return undefined;
 }
+
+/** Each result's reader of its kept trace lines, for the one `trace` getter every result shares. */
+const traceReaders = new WeakMap<object, () => string[]>();
+
+function readResultTrace(this: object): string[] {
+  return (traceReaders.get(this) as () => string[])();
+}
+
+/**
+ * `result` with a lazy `trace`: an own enumerable getter, as `get trace()` in the literal was, its
+ * lines built when read (a window of seeds never reads them). One getter for every result: a getter
+ * made per result in the literal (a closure over the run) kept the whole finished run alive through
+ * every scavenge after the result was dropped, until the next full GC.
+ */
+export function withLazyTrace<T extends object>(
+  result: T,
+  readTrace: () => string[],
+): T & { readonly trace: string[] } {
+  traceReaders.set(result, readTrace);
+  Object.defineProperty(result, 'trace', { get: readResultTrace, enumerable: true, configurable: true });
+  return result as T & { readonly trace: string[] };
+}
