@@ -98,7 +98,11 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
   /** Keys to stream to nodes that joined their preference list (membership change). */
   private readonly transfers = new TransferSet();
   private readonly detectors = new Map<NodeId, PhiAccrualDetector>();
-  private readonly lastHeartbeatSentAt = new Map<NodeId, number>();
+  /**
+   * When this node last sent each peer a heartbeat, in a box per peer: a time is not a small
+   * integer, and setting a Map entry to one allocated a number on every heartbeat.
+   */
+  private readonly lastHeartbeatSentAt = new Map<NodeId, { at: number }>();
   /** The requests this node coordinates (leaderless/coordinator.ts). */
   private readonly coordinator: Coordinator;
   now: number;
@@ -151,6 +155,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
     for (const m of this.members) {
       if (m !== this.id) this.detectors.set(m, this.newDetector());
     }
+    this.checkDetectors();
     // Periodic duties start at staggered offsets so nodes do not all fire at one instant.
     this.nextHeartbeatAt = opts.now + opts.rng.range(0, this.heartbeatIntervalMs() - 1);
     this.nextHandoffAt = opts.now + opts.rng.range(1, leaderlessHandoffIntervalMs);
@@ -340,6 +345,11 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
     // A finished op is gone from the map: what stays is still waiting for something.
     this.coordinator.checkInvariants(leaderlessPendingRequestsMax);
     invariant(this.audit.length <= leaderlessAuditRecordsMax, 'the audit log is within its cap');
+    // That no detector watches this node itself is checked where the detectors change (checkDetectors).
+  }
+
+  /** No detector watches this node itself: checked after each change of the detectors, their only changes. */
+  private checkDetectors(): void {
     invariant(!this.detectors.has(this.id), 'no detector watches this node itself');
   }
 
@@ -436,7 +446,9 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
 
   /** Peers not suspected now (anti-entropy partners). */
   private reachablePeers(): NodeId[] {
-    return this.others().filter((p) => !this.suspected(p));
+    const peers: NodeId[] = [];
+    for (const m of this.members) if (m !== this.id && !this.suspected(m)) peers.push(m);
+    return peers;
   }
 
   regionOf(node: NodeId): number {
@@ -493,7 +505,8 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
   /** Hinted handoff and membership transfers: (re)send to reachable owners until acknowledged. */
   private handoffTick(): void {
     const max = Math.max(1, this.timings.maxEntriesPerMessage);
-    for (const [owner] of [...this.storage.hints.owners()]) {
+    // Copied (dropHintsOf changes the map), unless there is nobody to copy (the usual tick).
+    for (const [owner] of this.storage.hints.ownerCount === 0 ? [] : [...this.storage.hints.owners()]) {
       if (!this.members.includes(owner)) {
         // The owner left the cluster: its hints have nowhere to go.
         this.stats.hints_dropped += this.storage.dropHintsOf(owner);
@@ -559,6 +572,7 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
     for (const m of [...this.detectors.keys()]) {
       if (!this.members.includes(m)) this.detectors.delete(m);
     }
+    this.checkDetectors();
     this.scheduleTransfers(oldRing, this.config.quorum_n);
     this.antiEntropyCursor = 0;
   }
@@ -589,13 +603,21 @@ class LeaderlessCore implements NodeCore, ControlHost, CoordinatorHost {
     return new PhiAccrualDetector(this.now, { ...defaultPhiOptions, firstIntervalMs: this.heartbeatIntervalMs() });
   }
 
+  /**
+   * One heartbeat object for every peer (the same content each would get; no core changes a
+   * message), created only when one goes out; the members walked in order, without this node.
+   */
   private sendHeartbeats(): void {
-    const hlc = this.clock.peek();
-    for (const peer of this.others()) {
-      const last = this.lastHeartbeatSentAt.get(peer) ?? -Infinity;
+    let heartbeat: LeaderlessMessage | undefined;
+    for (const peer of this.members) {
+      if (peer === this.id) continue;
+      const sent = this.lastHeartbeatSentAt.get(peer);
+      const last = sent?.at ?? -Infinity;
       if (this.suspected(peer) && this.now - last < leaderlessSuspectedHeartbeatIntervalMs) continue;
-      this.lastHeartbeatSentAt.set(peer, this.now);
-      this.deliver(peer, { kind: 'heartbeat', hlc });
+      if (sent === undefined) this.lastHeartbeatSentAt.set(peer, { at: this.now });
+      else sent.at = this.now;
+      heartbeat ??= { kind: 'heartbeat', hlc: this.clock.peek() };
+      this.deliver(peer, heartbeat);
     }
   }
 

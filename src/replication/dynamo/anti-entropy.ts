@@ -31,8 +31,55 @@ export interface AePlan {
 }
 
 export function aeRoot(mine: Digests): AeRoot {
+  const summary = summaryOf(mine);
+  return { root: summary.root, leaves: summary.leaves };
+}
+
+/** The (key, digest) pairs of a digest set, in its order, with the leaves and root they give. */
+interface Summary {
+  keys: string[];
+  digests: string[];
+  /** Read-only: handed out in the messages of every exchange over the same pairs. */
+  leaves: string[];
+  root: string;
+}
+
+/** The last few summaries made (the oldest replaced first). */
+const summaries: Summary[] = [];
+const summariesMax = 8;
+let summaryNext = 0;
+
+/**
+ * The Merkle leaves and root of a digest set, remembered for the last few sets: both sides of an
+ * exchange between replicas that agree, and a node's rounds while its store stays the same, ask
+ * for the same pairs again, and a tree costs a hash per non-empty node on every path up. The leaves
+ * and root are a pure function of the pairs, so a remembered set with the same pairs in the same
+ * order gives the same answer as building them again.
+ */
+function summaryOf(mine: Digests): Summary {
+  for (const s of summaries) if (samePairs(s, mine)) return s;
   const leaves = merkleLeaves(mine.entries());
-  return { root: merkleRoot(leaves), leaves };
+  const keys: string[] = [];
+  const digests: string[] = [];
+  for (const [key, digest] of mine) {
+    keys.push(key);
+    digests.push(digest);
+  }
+  // Not frozen (a frozen array made every decoder's isStringArray take a slow path): read-only by rule.
+  const summary: Summary = { keys, digests, leaves, root: merkleRoot(leaves) };
+  summaries[summaryNext] = summary;
+  summaryNext = (summaryNext + 1) % summariesMax;
+  return summary;
+}
+
+function samePairs(s: Summary, mine: Digests): boolean {
+  if (s.keys.length !== mine.size) return false;
+  let i = 0;
+  for (const [key, digest] of mine) {
+    if (s.keys[i] !== key || s.digests[i] !== digest) return false;
+    i++;
+  }
+  return true;
 }
 
 /**
@@ -44,8 +91,8 @@ export function aeRoot(mine: Digests): AeRoot {
  * larger than `max` is cut at `max` keys (`truncated`), and the next round continues it.
  */
 export function aeAnswer(mine: Digests, theirs: AeRoot, max: number): AeKeys | null {
-  const leaves = merkleLeaves(mine.entries());
-  if (merkleRoot(leaves) === theirs.root) return null;
+  const { leaves, root } = summaryOf(mine);
+  if (root === theirs.root) return null;
   const differing = differingBuckets(leaves, theirs.leaves);
   if (differing.length === 0) return null;
   const byBucket = new Map<number, Array<[string, string]>>();

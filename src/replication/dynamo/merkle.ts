@@ -22,11 +22,14 @@ export function bucketOf(key: string, buckets: number = merkleBuckets): number {
   return ringPosition(key) % buckets;
 }
 
+/** Each bucket's lines during one merkleLeaves call (reused: it never re-enters). */
+const bucketLines: Array<string[] | undefined> = [];
+
 /** Leaf hashes: one per bucket, '' for an empty bucket. */
 export function merkleLeaves(entries: Iterable<readonly [string, string]>, buckets: number = merkleBuckets): string[] {
   // Only the buckets that hold a key get a list (a store of a few keys touches a few of the 64).
-  const lines: Array<string[] | undefined> = [];
-  for (let i = 0; i < buckets; i++) lines.push(undefined);
+  const lines = bucketLines;
+  for (let i = 0; i < buckets; i++) lines[i] = undefined;
   for (const [key, digest] of entries) {
     const b = bucketOf(key, buckets);
     const line = `${key}\u0000${digest}`;
@@ -34,9 +37,13 @@ export function merkleLeaves(entries: Iterable<readonly [string, string]>, bucke
     if (ls === undefined) lines[b] = [line];
     else ls.push(line);
   }
-  const leaves: string[] = [];
-  for (const ls of lines)
-    leaves.push(ls === undefined ? '' : hashText(ls.length === 1 ? (ls[0] as string) : ls.sort().join('\n')));
+  // Sized once and filled in bucket order (pushing grew it several times per call).
+  const leaves = new Array<string>(buckets);
+  for (let i = 0; i < buckets; i++) {
+    const ls = lines[i];
+    leaves[i] = ls === undefined ? '' : hashText(ls.length === 1 ? (ls[0] as string) : ls.sort().join('\n'));
+    lines[i] = undefined;
+  }
   return leaves;
 }
 
@@ -51,12 +58,31 @@ export function merkleParents(level: readonly string[]): string[] {
   return next;
 }
 
-/** The root over the leaves (pairwise hashing up a binary tree). */
+/** merkleRoot's levels, each written over the one below (reused: it never re-enters). */
+const rootLevel: Array<string | undefined> = [];
+
+/**
+ * The root over the leaves (pairwise hashing up a binary tree): merkleParents level by level, each
+ * level written in place over the previous one in a scratch list (a parent at i/2 is written once
+ * both its children at i and i + 1 have been read), instead of a new array per level.
+ */
 export function merkleRoot(leaves: readonly string[]): string {
-  let level: readonly string[] = leaves;
-  if (level.length === 0) return '';
-  while (level.length > 1) level = merkleParents(level);
-  return level[0] as string;
+  let n = leaves.length;
+  if (n === 0) return '';
+  const level = rootLevel;
+  for (let i = 0; i < n; i++) level[i] = leaves[i];
+  while (n > 1) {
+    let j = 0;
+    for (let i = 0; i < n; i += 2) {
+      const l = level[i] as string;
+      const r = i + 1 < n ? (level[i + 1] ?? '') : '';
+      level[j++] = l === '' && r === '' ? '' : hashText(`${l}|${r}`);
+    }
+    n = j;
+  }
+  const root = level[0] as string;
+  for (let i = 0; i < leaves.length; i++) level[i] = undefined;
+  return root;
 }
 
 /** Indices of buckets whose hashes differ. */

@@ -29,6 +29,9 @@ export const defaultPhiOptions: PhiOptions = {
   maxSampleMs: 2000,
 };
 
+/** Above the largest phi of a peer heard from within the mean interval (log10(2) = 0.30103). */
+const phiBelowMeanMax = 0.5;
+
 export class PhiAccrualDetector {
   /**
    * The window of inter-arrival samples as a ring (`count` of them, the oldest at `head`): the same
@@ -114,7 +117,16 @@ export class PhiAccrualDetector {
     return -Math.log10(1 - 1 / (1 + e));
   }
 
+  /**
+   * phi(now) >= threshold. A peer heard from within the mean interval (plus the acceptable pause)
+   * has phi <= log10(2) (phiOf's second branch: e >= 1, so 1 - 1/(1 + e) >= 1/2), below any
+   * threshold above that: it is not suspected, and its phi is left to be computed when asked.
+   */
   suspected(now: number): boolean {
+    if (now !== this.phiAt && this.opts.threshold > phiBelowMeanMax) {
+      const mean = this.sum / this.count + this.opts.acceptablePauseMs;
+      if (Math.max(0, now - this.last) <= mean) return false;
+    }
     return this.phi(now) >= this.opts.threshold;
   }
 }

@@ -116,8 +116,14 @@ export function isVersion(x: unknown): x is Version {
     typeof x.node_id === 'string' &&
     typeof x.version === 'number' &&
     isObject(x.vclock) &&
-    Object.values(x.vclock).every((n) => typeof n === 'number')
+    allNumbers(x.vclock)
   );
+}
+
+/** Every own enumerable value of `o` is a number (Object.values(o).every(...) without its array). */
+function allNumbers(o: Record<string, unknown>): boolean {
+  for (const k in o) if (hasOwnProperty.call(o, k) && typeof o[k] !== 'number') return false;
+  return true;
 }
 
 export function isStringArray(x: unknown): x is string[] {

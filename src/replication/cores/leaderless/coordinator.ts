@@ -13,7 +13,7 @@ import { invariant } from '../../../util/assert.js';
 import { emptyKeepingStorage } from '../../../util/out-list.js';
 import type { AuditCause } from './audit.js';
 import type { LeaderlessMessage } from './messages.js';
-import type { Op, OpBase } from './op.js';
+import type { Op } from './op.js';
 import {
   assignHolders,
   plan,
@@ -28,11 +28,9 @@ import {
 import {
   digestMismatches,
   newestOf,
-  newReadFields,
   readReply,
   readSettled,
   readTimedOut,
-  responders,
   silentDataFetches,
   staleResponders,
   unresolvedDigests,
@@ -114,6 +112,8 @@ export class Coordinator {
 
   /** Expires or probes every request whose time has come. */
   tick(now: number): void {
+    if (this.ops.size === 0) return;
+    // Copied: expiring removes from the map.
     for (const op of [...this.ops.values()]) {
       if (now >= op.deadline) this.expire(op);
       else if (now >= op.probeAt) {
@@ -149,38 +149,30 @@ export class Coordinator {
   }
 
   /**
-   * A coordinated request: the fields every request has, then its kind's own (`rest`, spread last).
-   * One object: spreading a finished base into the kind's literal instead cost ~1.5 KB more per
-   * write (heap sampling), on every write.
+   * A request's placement (placement.ts plan): the key's walk split into groups and slots. Each
+   * kind builds its op as one literal with every field (an object spread of the kind's own fields
+   * into the base cost a generic copy per request), then registers it.
    */
-  private newOp<O extends Op>(key: string, requestId: number, quorum: number, rest: Omit<O, keyof OpBase>): O {
-    const roundTripId = ++this.lastRoundTripId;
-    const { groups, slots } = plan({
-      walk: this.host.placementCache.walk(key, this.host.config.quorum_n),
-      level: this.host.config.consistency_level,
-      regionIds: this.host.placementCache.regionIds(this.host.members, (m) => this.host.regionOf(m)),
-      regionOf: (m) => this.host.regionOf(m),
-      coordinatorRegion: this.host.regionOf(this.host.id),
+  private placementOf(key: string, quorum: number): { groups: Group[]; slots: Slot[] } {
+    const host = this.host;
+    return plan({
+      walk: host.placementCache.walk(key, host.config.quorum_n),
+      level: host.config.consistency_level,
+      regionIds: host.placementCache.regionIds(host.members, this.regionOf),
+      regionOf: this.regionOf,
+      coordinatorRegion: host.regionOf(host.id),
       quorum,
     });
-    const used = new Set<NodeId>();
-    for (const s of slots) used.add(s.intended);
-    const op = {
-      roundTripId,
-      requestId,
-      key,
-      startedAt: this.host.now,
-      deadline: this.host.now + this.host.timings.requestTimeoutMs,
-      probeAt: this.host.now + this.probeMs,
-      groups,
-      slots,
-      used,
-      ...rest,
-    } as O;
-    this.ops.set(roundTripId, op);
+  }
+
+  /** The host's regionOf, made once (not a closure per request). */
+  private readonly regionOf = (m: NodeId): number => this.host.regionOf(m);
+
+  /** A new request in flight: filed under its id, touched, its first holders chosen. */
+  private register(op: Op): void {
+    this.ops.set(op.roundTripId, op);
     this.touched.push(op);
     assignHolders(op, this.host.config.sloppy_quorum, this.host.suspected);
-    return op;
   }
 
   // ------------------------------------------------------------ writes
@@ -198,12 +190,24 @@ export class Coordinator {
       version: clockSum(vclock),
       vclock,
     };
-    const op = this.newOp<WriteOp>(key, requestId, this.host.config.quorum_w, {
+    const { groups, slots } = this.placementOf(key, this.host.config.quorum_w);
+    const now = this.host.now;
+    const op: WriteOp = {
+      roundTripId: ++this.lastRoundTripId,
+      requestId,
+      key,
+      startedAt: now,
+      deadline: now + this.host.timings.requestTimeoutMs,
+      probeAt: now + this.probeMs,
+      groups,
+      slots,
+      used: null,
       kind: 'write',
       version,
       replied: false,
       batch,
-    });
+    };
+    this.register(op);
     // One message object for every intended replica (the actor encodes it once).
     let direct: LeaderlessMessage | undefined;
     for (const slot of op.slots) {
@@ -298,12 +302,31 @@ export class Coordinator {
 
   startRead(requestId: number, key: string): void {
     this.host.stats.reads++;
-    const op = this.newOp<ReadOp>(
-      key,
+    const { groups, slots } = this.placementOf(key, this.host.config.quorum_r);
+    const now = this.host.now;
+    const op: ReadOp = {
+      roundTripId: ++this.lastRoundTripId,
       requestId,
-      this.host.config.quorum_r,
-      newReadFields(this.host.config.read_repair_mode),
-    );
+      key,
+      startedAt: now,
+      deadline: now + this.host.timings.requestTimeoutMs,
+      probeAt: now + this.probeMs,
+      groups,
+      slots,
+      used: null,
+      kind: 'read',
+      mode: this.host.config.read_repair_mode,
+      answered: false,
+      dataReplica: null,
+      fullReplies: new Map(),
+      digestReplies: new Map(),
+      fullAsked: new Set(),
+      newest: null,
+      repairAcksAwaited: new Set(),
+      syncRepairSent: false,
+      repairedWith: new Map(),
+    };
+    this.register(op);
     const first = op.slots.map((s) => s.holders[0] as NodeId);
     // Digest reads (Cassandra-style): one replica, this node when it is one, sends the full value.
     if (op.mode === 'digest') op.dataReplica = first.includes(this.host.id) ? this.host.id : (first[0] ?? null);
@@ -394,7 +417,7 @@ export class Coordinator {
       });
     }
     const own = this.host.store.get(op.key);
-    if (own && lwwNewer(newest, own) && !responders(op).includes(this.host.id)) {
+    if (own && lwwNewer(newest, own) && !op.fullReplies.has(this.host.id) && !op.digestReplies.has(this.host.id)) {
       this.host.applyVersion(newest, 'repair', this.host.id);
       repaired.push(this.host.id);
     }

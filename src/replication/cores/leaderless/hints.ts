@@ -35,6 +35,11 @@ export class HintStore {
     return this.held.get(owner)?.get(key);
   }
 
+  /** Owners with hints held. */
+  get ownerCount(): number {
+    return this.held.size;
+  }
+
   /** Owners with hints, each with its versions by key (read-only: change them through this store). */
   owners(): IterableIterator<[NodeId, ReadonlyMap<string, Version>]> {
     return this.held.entries();
@@ -113,11 +118,28 @@ export class HintStore {
     return out;
   }
 
+  /** Fails naming the first owner kept with no hints (the entries are walked only then). */
+  private emptyOwnerKept(): never {
+    let empty = '';
+    for (const [owner, versions] of this.held) {
+      if (versions.size === 0) {
+        empty = owner;
+        break;
+      }
+    }
+    return invariantBroken(`an empty hint map is kept for ${empty}`);
+  }
+
   /** The count is the sum of held hints, within the cap, and no owner is kept with none. */
   checkInvariants(): void {
+    // No owner held (the usual step): the sum is 0, and the loop below would only make an iterator.
+    if (this.held.size === 0) {
+      if (this.heldCount !== 0) invariantBroken(`hint count ${this.heldCount} !== 0 hints held`);
+      return;
+    }
     let sum = 0;
-    for (const [owner, versions] of this.held) {
-      if (versions.size === 0) invariantBroken(`an empty hint map is kept for ${owner}`);
+    for (const versions of this.held.values()) {
+      if (versions.size === 0) this.emptyOwnerKept();
       sum += versions.size;
     }
     if (sum !== this.heldCount) invariantBroken(`hint count ${this.heldCount} !== ${sum} hints held`);
@@ -187,6 +209,7 @@ export class TransferSet {
   }
 
   checkInvariants(): void {
+    if (this.keysByNode.size === 0) return;
     for (const [node, keys] of this.keysByNode)
       if (keys.size === 0) invariantBroken(`an empty transfer set is kept for ${node}`);
   }

@@ -49,72 +49,55 @@ function isKeyTimestampArray(x: unknown): x is Array<[string, number]> {
   return Array.isArray(x) && x.every((i) => Array.isArray(i) && typeof i[0] === 'string' && typeof i[1] === 'number');
 }
 
-/** Decodes a peer message; null for anything malformed (counted by the caller, never thrown). */
+/**
+ * Decodes a peer message; null for anything malformed (counted by the caller, never thrown). A
+ * well-formed message is handed back as it came, not copied: the core only reads the fields checked
+ * here and never changes a message (one a sender shares between replicas, too), so a copy of them
+ * would be the same message to it, and cost an object (with its boxed numbers) per delivery.
+ */
 export function decodeLeaderlessMessage(x: unknown): LeaderlessMessage | null {
-  if (!isObject(x)) return null;
+  return isObject(x) && wellFormed(x) ? (x as LeaderlessMessage) : null;
+}
+
+/** Every field the message's kind needs, of its type (extra fields are ignored: nothing reads them). */
+function wellFormed(x: Record<string, unknown>): boolean {
   switch (x.kind) {
     case 'heartbeat':
-      return typeof x.hlc === 'number' ? { kind: 'heartbeat', hlc: x.hlc } : null;
+      return typeof x.hlc === 'number';
     case 'put':
-      return typeof x.roundTripId === 'number' &&
+      return (
+        typeof x.roundTripId === 'number' &&
         isVersion(x.version) &&
         (x.hintFor === null || typeof x.hintFor === 'string') &&
         typeof x.ack === 'boolean' &&
         typeof x.repair === 'boolean'
-        ? {
-            kind: 'put',
-            roundTripId: x.roundTripId,
-            version: x.version,
-            hintFor: x.hintFor,
-            ack: x.ack,
-            repair: x.repair,
-          }
-        : null;
+      );
     case 'put_ack':
     case 'put_nack':
-      return typeof x.roundTripId === 'number' && typeof x.key === 'string'
-        ? { kind: x.kind, roundTripId: x.roundTripId, key: x.key }
-        : null;
+      return typeof x.roundTripId === 'number' && typeof x.key === 'string';
     case 'get':
-      return typeof x.roundTripId === 'number' && typeof x.key === 'string' && typeof x.digestOnly === 'boolean'
-        ? { kind: 'get', roundTripId: x.roundTripId, key: x.key, digestOnly: x.digestOnly }
-        : null;
+      return typeof x.roundTripId === 'number' && typeof x.key === 'string' && typeof x.digestOnly === 'boolean';
     case 'get_reply':
-      return typeof x.roundTripId === 'number' &&
+      return (
+        typeof x.roundTripId === 'number' &&
         typeof x.key === 'string' &&
         typeof x.full === 'boolean' &&
         (x.version === null || isVersion(x.version)) &&
         typeof x.digest === 'string'
-        ? {
-            kind: 'get_reply',
-            roundTripId: x.roundTripId,
-            key: x.key,
-            full: x.full,
-            version: x.version,
-            digest: x.digest,
-          }
-        : null;
+      );
     case 'handoff':
-      return isHandoffPurpose(x.purpose) && isVersionArray(x.versions)
-        ? { kind: 'handoff', purpose: x.purpose, versions: x.versions }
-        : null;
+      return isHandoffPurpose(x.purpose) && isVersionArray(x.versions);
     case 'handoff_ack':
-      return isHandoffPurpose(x.purpose) && isKeyTimestampArray(x.items)
-        ? { kind: 'handoff_ack', purpose: x.purpose, items: x.items }
-        : null;
+      return isHandoffPurpose(x.purpose) && isKeyTimestampArray(x.items);
     case 'anti_entropy_root':
-      return typeof x.root === 'string' && isStringArray(x.leaves)
-        ? { kind: 'anti_entropy_root', root: x.root, leaves: x.leaves }
-        : null;
+      return typeof x.root === 'string' && isStringArray(x.leaves);
     case 'anti_entropy_keys':
-      return isNumberArray(x.buckets) && isPairArray(x.entries) && typeof x.truncated === 'boolean'
-        ? { kind: 'anti_entropy_keys', buckets: x.buckets, entries: x.entries, truncated: x.truncated }
-        : null;
+      return isNumberArray(x.buckets) && isPairArray(x.entries) && typeof x.truncated === 'boolean';
     case 'anti_entropy_push':
-      return isVersionArray(x.versions) ? { kind: 'anti_entropy_push', versions: x.versions } : null;
+      return isVersionArray(x.versions);
     case 'anti_entropy_pull':
-      return isStringArray(x.keys) ? { kind: 'anti_entropy_pull', keys: x.keys } : null;
+      return isStringArray(x.keys);
     default:
-      return null;
+      return false;
   }
 }

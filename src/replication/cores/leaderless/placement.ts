@@ -45,8 +45,11 @@ export interface Group {
 export interface Placement {
   groups: Group[];
   slots: Slot[];
-  /** Every node this request has involved (a stand-in is never recruited twice). */
-  used: Set<NodeId>;
+  /**
+   * Every node this request has involved (a stand-in is never recruited twice); null until the
+   * first recruit, as until then it is exactly the slots' intended replicas (made then, see recruit).
+   */
+  used: Set<NodeId> | null;
 }
 
 export interface Counts {
@@ -138,12 +141,29 @@ export function plan(input: PlanInput): { groups: Group[]; slots: Slot[] } {
 export function recruit(p: Placement, slot: Slot, suspected: (node: NodeId) => boolean): NodeId | null {
   const group = p.groups[slot.group] as Group;
   for (const candidate of group.walk) {
-    if (p.used.has(candidate) || suspected(candidate)) continue;
-    p.used.add(candidate);
-    slot.holders.push(candidate);
+    const used = (p.used ??= intendedReplicas(p));
+    if (used.has(candidate) || suspected(candidate)) continue;
+    used.add(candidate);
+    addHolder(slot, candidate);
     return candidate;
   }
   return null;
+}
+
+/** The slots' intended replicas: every node a request involves before its first stand-in. */
+function intendedReplicas(p: Placement): Set<NodeId> {
+  const used = new Set<NodeId>();
+  for (const s of p.slots) used.add(s.intended);
+  return used;
+}
+
+/**
+ * Appends a holder. The first one makes a list of one: a push onto the empty list reserves room for
+ * 17, and every request has a slot per replica; a later stand-in (rare) grows it as a push does.
+ */
+function addHolder(slot: Slot, node: NodeId): void {
+  if (slot.holders.length === 0) slot.holders = [node];
+  else slot.holders.push(node);
 }
 
 /** Chooses each slot's first holder: the intended replica, or a stand-in when it is suspected. */
@@ -151,7 +171,7 @@ export function assignHolders(p: Placement, sloppyQuorum: boolean, suspected: (n
   for (const slot of p.slots) {
     const waited = (p.groups[slot.group] as Group).required > 0;
     if (sloppyQuorum && waited && suspected(slot.intended) && recruit(p, slot, suspected)) continue;
-    slot.holders.push(slot.intended);
+    addHolder(slot, slot.intended);
   }
 }
 

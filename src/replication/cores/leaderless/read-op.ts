@@ -28,7 +28,10 @@ export interface ReadOp extends OpBase {
   repairedWith: Map<NodeId, string>;
 }
 
-/** The read-specific fields of a new read, before any reply. */
+/**
+ * The read-specific fields of a new read, before any reply (the coordinator's startRead writes the
+ * same fields into its one op literal, not spread from here: keep the two alike).
+ */
 export function newReadFields(mode: ReadRepairMode): Omit<ReadOp, keyof OpBase> {
   return {
     kind: 'read',
@@ -113,7 +116,12 @@ export function responderCurrent(op: ReadOp, node: NodeId, newestDigest: string)
 
 /** Every node that has replied, full or digest, in first-reply order. */
 export function responders(op: ReadOp): NodeId[] {
-  return [...new Set([...op.fullReplies.keys(), ...op.digestReplies.keys()])];
+  // The full repliers, then the digest repliers not among them: what deduplicating both lists in
+  // that order with a Set gives, without the Set and the two spread lists.
+  const out: NodeId[] = [];
+  for (const node of op.fullReplies.keys()) out.push(node);
+  for (const node of op.digestReplies.keys()) if (!op.fullReplies.has(node)) out.push(node);
+  return out;
 }
 
 /**

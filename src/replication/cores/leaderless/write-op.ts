@@ -96,6 +96,7 @@ export function foldBatchResult(batch: BatchOp, index: number, r: ClientReply): 
   if (--batch.remaining > 0) return null;
   const failed = batch.results.find((x) => x && !x.ok);
   if (failed) return { ...failed, id: batch.requestId };
-  const entries = batch.results.flatMap((x) => (x && x.ok && x.result.kind === 'entry' ? [x.result.entry] : []));
+  const entries: Version[] = [];
+  for (const x of batch.results) if (x && x.ok && x.result.kind === 'entry') entries.push(x.result.entry);
   return { id: batch.requestId, ok: true, result: { kind: 'batch', entries } };
 }
