@@ -31,7 +31,7 @@ import {
 import {
   digestMismatches,
   newestOf,
-  newReadFields,
+  newReadOp,
   readReply,
   readSettled,
   readTimedOut,
@@ -466,16 +466,10 @@ t.test('batch fan-in: one reply once every entry ended, the first failure wins',
 
 function readOp(): ReadOp {
   const p = placementOf(['a', 'b', 'c'], 3, 2);
-  return {
-    ...p,
-    ...newReadFields('digest'),
-    roundTripId: 2,
-    requestId: 8,
-    key: 'k',
-    startedAt: 0,
-    deadline: 1000,
-    probeAt: 250,
-  };
+  return newReadOp(
+    { ...p, roundTripId: 2, requestId: 8, key: 'k', startedAt: 0, deadline: 1000, probeAt: 250 },
+    'digest',
+  );
 }
 
 t.test('read op: newest wins, digests are fetched, the stale are repaired', async (t) => {

@@ -8,7 +8,7 @@ import t from 'tap';
 import type { NodeId, Version } from '../../src/replication/core.js';
 import { decodeLeaderlessMessage, type LeaderlessMessage } from '../../src/replication/cores/leaderless/messages.js';
 import { assignHolders, plan, recruit, type Placement } from '../../src/replication/cores/leaderless/placement.js';
-import { newReadFields, responders, type ReadOp } from '../../src/replication/cores/leaderless/read-op.js';
+import { newReadOp, responders, type ReadOp } from '../../src/replication/cores/leaderless/read-op.js';
 import { HintStore } from '../../src/replication/cores/leaderless/hints.js';
 import { aeAnswer, aeRoot } from '../../src/replication/dynamo/anti-entropy.js';
 import { hashText, merkleLeaves, merkleParents, merkleRoot } from '../../src/replication/dynamo/merkle.js';
@@ -153,17 +153,10 @@ t.test('read op: responders are the full repliers, then the digest repliers not 
     coordinatorRegion: 0,
     quorum: 2,
   });
-  const op: ReadOp = {
-    ...p,
-    used: null,
-    ...newReadFields('digest'),
-    roundTripId: 1,
-    requestId: 1,
-    key: 'k',
-    startedAt: 0,
-    deadline: 1,
-    probeAt: 1,
-  };
+  const op: ReadOp = newReadOp(
+    { ...p, used: null, roundTripId: 1, requestId: 1, key: 'k', startedAt: 0, deadline: 1, probeAt: 1 },
+    'digest',
+  );
   op.digestReplies.set('c', 'x');
   op.fullReplies.set('b', null);
   op.digestReplies.set('b', 'y');

@@ -13,23 +13,11 @@ import {
   type CoreTimings,
   type NodeId,
 } from '../../src/replication/core.js';
+import { clusterConfig } from '../../src/replication/config.js';
 import { raftCatchUpUnansweredMessagesMax, snapshotCatchUpEntriesDefault } from '../../src/replication/limits.js';
 import { SeededRng } from '../../src/util/rng.js';
 
-const config: ClusterConfig = {
-  strategy: 'raft',
-  node_count: 3,
-  replication_mode: 'async',
-  conflict_resolver: 'lww',
-  quorum_n: 3,
-  quorum_w: 2,
-  quorum_r: 2,
-  regions: 1,
-  inter_region_latency_ms: 80,
-  consistency_level: 'quorum',
-  read_repair_mode: 'async',
-  sloppy_quorum: true,
-};
+const config: ClusterConfig = clusterConfig({ strategy: 'raft', node_count: 3 });
 const three: NodeId[] = ['n1', 'n2', 'n3'];
 const every = 5;
 

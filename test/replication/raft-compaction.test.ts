@@ -13,6 +13,7 @@ import { applyToStore } from '../../src/replication/cores/raft/state-machine.js'
 import type { LogEntry } from '../../src/replication/cores/raft/types.js';
 import { RaftCore } from '../../src/replication/cores/raft.js';
 import { defaultTimings, emptyOutput, type ClusterConfig, type Version } from '../../src/replication/core.js';
+import { clusterConfig } from '../../src/replication/config.js';
 import {
   raftSnapshotFoldEntriesMin,
   snapshotCatchUpEntriesDefault,
@@ -130,20 +131,12 @@ t.test('the log builds its raftSnapshot store when read: the store at the cut, k
   t.same(log.all(), all.slice(cut), 'the entries after the cut are retained');
 });
 
-const config: ClusterConfig = {
+const config: ClusterConfig = clusterConfig({
   strategy: 'raft',
   node_count: 1,
-  replication_mode: 'async',
-  conflict_resolver: 'lww',
-  quorum_n: 1,
-  quorum_w: 1,
-  quorum_r: 1,
-  regions: 1,
   inter_region_latency_ms: 0,
-  consistency_level: 'quorum',
-  read_repair_mode: 'async',
   sloppy_quorum: false,
-};
+});
 
 t.test('the core counts its store keys as it applies: puts, deletes, batches, prototype names', async (t) => {
   const core = new RaftCore({

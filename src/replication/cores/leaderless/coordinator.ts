@@ -13,7 +13,7 @@ import { invariant } from '../../../util/assert.js';
 import { emptyKeepingStorage } from '../../../util/out-list.js';
 import type { AuditCause } from './audit.js';
 import type { LeaderlessMessage } from './messages.js';
-import type { Op } from './op.js';
+import type { Op, OpBase } from './op.js';
 import {
   assignHolders,
   plan,
@@ -28,6 +28,7 @@ import {
 import {
   digestMismatches,
   newestOf,
+  newReadOp,
   readReply,
   readSettled,
   readTimedOut,
@@ -149,13 +150,13 @@ export class Coordinator {
   }
 
   /**
-   * A request's placement (placement.ts plan): the key's walk split into groups and slots. Each
-   * kind builds its op as one literal with every field (an object spread of the kind's own fields
-   * into the base cost a generic copy per request), then registers it.
+   * What every new request has: a round-trip id, its timers, and its placement (placement.ts plan:
+   * the key's walk split into groups and slots). Each kind builds its op from it as one literal with
+   * every field (read-op.ts newReadOp, startWrite), then registers it.
    */
-  private placementOf(key: string, quorum: number): { groups: Group[]; slots: Slot[] } {
+  private opBase(key: string, requestId: number, quorum: number): OpBase {
     const host = this.host;
-    return plan({
+    const { groups, slots } = plan({
       walk: host.placementCache.walk(key, host.config.quorum_n),
       level: host.config.consistency_level,
       regionIds: host.placementCache.regionIds(host.members, this.regionOf),
@@ -163,6 +164,18 @@ export class Coordinator {
       coordinatorRegion: host.regionOf(host.id),
       quorum,
     });
+    const now = host.now;
+    return {
+      roundTripId: ++this.lastRoundTripId,
+      requestId,
+      key,
+      startedAt: now,
+      deadline: now + host.timings.requestTimeoutMs,
+      probeAt: now + this.probeMs,
+      groups,
+      slots,
+      used: null,
+    };
   }
 
   /** The host's regionOf, made once (not a closure per request). */
@@ -190,18 +203,18 @@ export class Coordinator {
       version: clockSum(vclock),
       vclock,
     };
-    const { groups, slots } = this.placementOf(key, this.host.config.quorum_w);
-    const now = this.host.now;
+    const base = this.opBase(key, requestId, this.host.config.quorum_w);
+    // One literal with every field (a spread of the base would be a generic copy per write).
     const op: WriteOp = {
-      roundTripId: ++this.lastRoundTripId,
+      roundTripId: base.roundTripId,
       requestId,
       key,
-      startedAt: now,
-      deadline: now + this.host.timings.requestTimeoutMs,
-      probeAt: now + this.probeMs,
-      groups,
-      slots,
-      used: null,
+      startedAt: base.startedAt,
+      deadline: base.deadline,
+      probeAt: base.probeAt,
+      groups: base.groups,
+      slots: base.slots,
+      used: base.used,
       kind: 'write',
       version,
       replied: false,
@@ -302,30 +315,7 @@ export class Coordinator {
 
   startRead(requestId: number, key: string): void {
     this.host.stats.reads++;
-    const { groups, slots } = this.placementOf(key, this.host.config.quorum_r);
-    const now = this.host.now;
-    const op: ReadOp = {
-      roundTripId: ++this.lastRoundTripId,
-      requestId,
-      key,
-      startedAt: now,
-      deadline: now + this.host.timings.requestTimeoutMs,
-      probeAt: now + this.probeMs,
-      groups,
-      slots,
-      used: null,
-      kind: 'read',
-      mode: this.host.config.read_repair_mode,
-      answered: false,
-      dataReplica: null,
-      fullReplies: new Map(),
-      digestReplies: new Map(),
-      fullAsked: new Set(),
-      newest: null,
-      repairAcksAwaited: new Set(),
-      syncRepairSent: false,
-      repairedWith: new Map(),
-    };
+    const op = newReadOp(this.opBase(key, requestId, this.host.config.quorum_r), this.host.config.read_repair_mode);
     this.register(op);
     const first = op.slots.map((s) => s.holders[0] as NodeId);
     // Digest reads (Cassandra-style): one replica, this node when it is one, sends the full value.

@@ -28,12 +28,18 @@ export interface ReadOp extends OpBase {
   repairedWith: Map<NodeId, string>;
 }
 
-/**
- * The read-specific fields of a new read, before any reply (the coordinator's startRead writes the
- * same fields into its one op literal, not spread from here: keep the two alike).
- */
-export function newReadFields(mode: ReadRepairMode): Omit<ReadOp, keyof OpBase> {
+/** A new read, before any reply: the coordinator's ids, timers and placement (`base`), then the read's own fields. */
+export function newReadOp(base: OpBase, mode: ReadRepairMode): ReadOp {
   return {
+    roundTripId: base.roundTripId,
+    requestId: base.requestId,
+    key: base.key,
+    startedAt: base.startedAt,
+    deadline: base.deadline,
+    probeAt: base.probeAt,
+    groups: base.groups,
+    slots: base.slots,
+    used: base.used,
     kind: 'read',
     mode,
     answered: false,
