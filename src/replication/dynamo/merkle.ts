@@ -47,13 +47,18 @@ export function merkleLeaves(entries: Iterable<readonly [string, string]>, bucke
   return leaves;
 }
 
+/** A parent over two children: empty over two empty ones, else the hash of both (merkleParents, merkleRoot). */
+function merkleParent(l: string, r: string): string {
+  return l === '' && r === '' ? '' : hashText(`${l}|${r}`);
+}
+
 /** One level up the tree: neighbours hashed pairwise (two empty children make an empty parent). */
 export function merkleParents(level: readonly string[]): string[] {
   const next: string[] = [];
   for (let i = 0; i < level.length; i += 2) {
     const l = level[i] as string;
     const r = level[i + 1] ?? '';
-    next.push(l === '' && r === '' ? '' : hashText(`${l}|${r}`));
+    next.push(merkleParent(l, r));
   }
   return next;
 }
@@ -76,7 +81,7 @@ export function merkleRoot(leaves: readonly string[]): string {
     for (let i = 0; i < n; i += 2) {
       const l = level[i] as string;
       const r = i + 1 < n ? (level[i + 1] ?? '') : '';
-      level[j++] = l === '' && r === '' ? '' : hashText(`${l}|${r}`);
+      level[j++] = merkleParent(l, r);
     }
     n = j;
   }
